@@ -1,0 +1,7 @@
+pub mod dataset;
+pub mod env;
+pub mod evaluate;
+pub mod generate;
+pub mod inspect;
+pub mod sanitize;
+pub mod syncheck;

@@ -1,0 +1,150 @@
+//! The BigCodeBench dataset: task rows, versions, subsets and where they are loaded from.
+//!
+//! Sources are tried in a fixed order (see [`DatasetSpec::resolve`]): an explicit file,
+//! a directory named by `BCB_DATASET_DIR`, the local cache, then the Hugging Face hub.
+
+mod hub;
+mod source;
+mod task;
+
+pub use hub::parquet_url;
+pub use source::{cache_dir, file_name, DatasetSpec, Source, DATASET_DIR_ENV, OVERRIDE_PATH_ENV};
+pub use task::{task_number, Dataset, Task};
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Every published dataset version, oldest first.
+pub const VERSIONS: &[&str] = &[
+    "v0.1.0_hf",
+    "v0.1.1",
+    "v0.1.2",
+    "v0.1.3",
+    "v0.1.4",
+    "v0.1.5",
+];
+/// The version the original harness (0.2.5) uses.
+pub const DEFAULT_VERSION: &str = "v0.1.4";
+/// Number of tasks in the full set; ids are `BigCodeBench/0` .. `BigCodeBench/1139`.
+pub const FULL_TASK_COUNT: usize = 1140;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Subset {
+    #[default]
+    Full,
+    Hard,
+}
+
+impl Subset {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subset::Full => "full",
+            Subset::Hard => "hard",
+        }
+    }
+}
+
+impl fmt::Display for Subset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Subset {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "full" => Ok(Subset::Full),
+            "hard" => Ok(Subset::Hard),
+            other => Err(format!(
+                "unknown subset `{other}`: expected `full` or `hard`"
+            )),
+        }
+    }
+}
+
+/// Prompt flavour: `complete` (docstring) or `instruct` (natural language).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Split {
+    #[default]
+    Complete,
+    Instruct,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Complete => "complete",
+            Split::Instruct => "instruct",
+        }
+    }
+}
+
+impl fmt::Display for Split {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Split {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "complete" => Ok(Split::Complete),
+            "instruct" => Ok(Split::Instruct),
+            other => Err(format!(
+                "unknown split `{other}`: expected `complete` or `instruct`"
+            )),
+        }
+    }
+}
+
+/// Checks a version string against [`VERSIONS`].
+pub fn parse_version(s: &str) -> Result<String, String> {
+    if VERSIONS.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "unknown dataset version `{s}`: expected one of {}",
+            VERSIONS.join(", ")
+        ))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("cannot read dataset file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Row {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}: duplicate task id `{task_id}` (lines {first} and {second})")]
+    Duplicate {
+        path: PathBuf,
+        task_id: String,
+        first: usize,
+        second: usize,
+    },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("download from {url} failed: {message}")]
+    Download { url: String, message: String },
+}
+
+/// sha256 of a file as stored (compressed or not), as in `SHA256SUMS`.
+pub fn file_sha256(path: &std::path::Path) -> Result<String, DatasetError> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(hex::encode(sha2::Sha256::digest(&bytes)))
+}

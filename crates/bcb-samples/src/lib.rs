@@ -1,0 +1,33 @@
+//! Samples: the model outputs that `evaluate` runs.
+//!
+//! Two input layouts, as in the original harness: a JSONL file of
+//! `{task_id, solution}` / `{task_id, completion}` rows, or a directory
+//! `{dir}/{task_id with / -> _}/{k}.py`. Every error names the file and line.
+
+mod journal;
+mod naming;
+mod read;
+
+pub use journal::JsonlAppender;
+pub use naming::{eval_results_path, pass_at_k_path, sanitized_path};
+pub use read::{read_samples, Origin, Sample, SampleBody};
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SamplesError {
+    #[error("cannot read samples from {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+}
