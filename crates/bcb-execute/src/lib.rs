@@ -1,0 +1,119 @@
+//! Execution of samples against their unittest suites.
+//!
+//! The orchestrator (`bcb-eval`) builds [`Job`]s and hands them to an [`Executor`];
+//! backends decide how to isolate and how many run at once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// One program to run: `code + "\n" + test`, executed as module `__test__`,
+/// then `TestCases` loaded and run with unittest.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Caller's handle (index into its own table); returned untouched.
+    pub key: usize,
+    pub task_id: String,
+    /// The code under test (calibration already applied by the caller).
+    pub code: String,
+    /// The task's unittest source (defines `TestCases`).
+    pub test: String,
+    pub entry_point: String,
+    /// The in-sample alarm for the suite (upstream: max(240, min_time_limit, gt) + 1).
+    pub time_limit: Duration,
+    /// Ground-truth test time, when known: used for scheduling (longest first).
+    pub expected_secs: Option<f64>,
+}
+
+/// Resource limits applied to every sample.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Limits {
+    /// Address-space limit in MB (upstream `--max_as_limit`, default 30 GiB); 0 = none.
+    pub max_as_mb: u64,
+    /// Data-segment limit in MB (upstream `--max_data_limit`); 0 = none.
+    pub max_data_mb: u64,
+    /// Stack limit in MB (upstream `--max_stack_limit`, default 10); 0 = none.
+    pub max_stack_mb: u64,
+    /// Memory cap in MB for the whole sample (cgroup where available); 0 = none.
+    pub memory_mb: u64,
+    /// Max processes/threads per sample; 0 = none.
+    pub max_processes: u64,
+    /// Bytes of stdout/stderr kept per sample; the rest is drained and dropped.
+    pub output_cap_bytes: usize,
+    /// Extra time after `time_limit` before the sample's processes are killed.
+    pub kill_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_as_mb: 30 * 1024,
+            max_data_mb: 30 * 1024,
+            max_stack_mb: 10,
+            memory_mb: 8 * 1024,
+            max_processes: 256,
+            output_cap_bytes: 64 * 1024,
+            kill_grace: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Timeout,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Timeout => "timeout",
+        }
+    }
+}
+
+/// What happened to one job, in upstream's terms plus timings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub status: Status,
+    /// Failing/erroring test method name -> traceback (failures first, then errors, as
+    /// unittest lists them); `"ALL"` -> exception text when the module itself raised.
+    pub details: serde_json::Map<String, serde_json::Value>,
+    /// Wall time of `suite.run` when the suite ran to the end.
+    pub test_secs: Option<f64>,
+    /// Wall time of the whole job as seen by the executor.
+    pub wall_secs: f64,
+    /// Executor-side remark (killed by signal, out of memory, integrity check...), not in upstream files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Interpreter and limits every backend needs.
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    /// Python interpreter of the evaluation environment.
+    pub python: PathBuf,
+    /// Samples running at once (CPU-bound); backends may overlap more when idle.
+    pub parallel: usize,
+    pub limits: Limits,
+}
+
+/// A way to run jobs. Implementations: fresh process per sample, pre-warmed pool.
+pub trait Executor: Send + Sync {
+    /// Short name for messages (`process`, `pool`).
+    fn name(&self) -> &'static str;
+
+    /// Runs every job; `done` is called (from any thread) as each finishes.
+    /// Jobs come in the caller's preferred order (longest expected first).
+    fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> anyhow::Result<()>;
+
+    /// The protections in force (namespaces, cgroups, rlimits...), for `env check` and logs.
+    fn protections(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
