@@ -1,0 +1,197 @@
+//! Ground truth: run every canonical solution once, record its test time, and cache the
+//! result per dataset content (md5, as the original keys it). The cache is a journal, so a
+//! killed run resumes with the tasks it had not finished.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Context;
+use bcb_dataset::{Dataset, Task};
+use bcb_execute::{Executor, Job, Outcome, Status};
+use bcb_samples::JsonlAppender;
+use serde::{Deserialize, Serialize};
+
+use crate::limits::ground_truth_time_limit;
+use crate::progress::Progress;
+
+/// What one canonical solution did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GtEntry {
+    pub task_id: String,
+    /// Test time in seconds when every test passed; `None` otherwise (upstream's value).
+    pub secs: Option<f64>,
+    pub status: Status,
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct GroundTruth {
+    entries: HashMap<String, GtEntry>,
+}
+
+impl GroundTruth {
+    /// No ground truth (`--no-gt`): every task gets the fallback time and counts as failed.
+    pub fn none() -> Self {
+        GroundTruth::default()
+    }
+
+    pub fn expected_secs(&self, task_id: &str) -> Option<f64> {
+        self.entries.get(task_id).and_then(|e| e.secs)
+    }
+
+    pub fn entry(&self, task_id: &str) -> Option<&GtEntry> {
+        self.entries.get(task_id)
+    }
+
+    /// Share of the given tasks whose canonical solution passed (upstream `gt_pass_rate`).
+    pub fn pass_rate<'a>(&self, task_ids: impl IntoIterator<Item = &'a str>) -> f64 {
+        let (mut n, mut ok) = (0usize, 0usize);
+        for id in task_ids {
+            n += 1;
+            ok += usize::from(self.expected_secs(id).is_some());
+        }
+        if n == 0 {
+            0.0
+        } else {
+            ok as f64 / n as f64
+        }
+    }
+
+    /// Tasks whose canonical solution did not pass, in the given order (upstream `failed_tasks`).
+    pub fn failed<'a>(&self, task_ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        task_ids
+            .into_iter()
+            .filter(|id| self.expected_secs(id).is_none())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Where the ground truth of a dataset is cached.
+pub fn cache_path(cache_dir: &Path, dataset: &Dataset) -> PathBuf {
+    cache_dir
+        .join("ground-truth")
+        .join(format!("{}.jsonl", dataset.md5))
+}
+
+/// The program a canonical solution runs: `complete_prompt + "\n" + canonical_solution`.
+pub fn canonical_program(task: &Task) -> String {
+    format!("{}\n{}", task.complete_prompt, task.canonical_solution)
+}
+
+pub struct GtOptions<'a> {
+    pub cache_file: PathBuf,
+    /// Discard the cache and run everything again (`--check-gt-only` does this).
+    pub recompute: bool,
+    pub min_time_limit: f64,
+    pub base_timeout: f64,
+    pub progress: &'a Progress,
+}
+
+/// Loads cached entries for the dataset's tasks and runs the canonical solutions of the rest.
+pub fn ensure(
+    dataset: &Dataset,
+    executor: &dyn Executor,
+    opts: &GtOptions,
+) -> anyhow::Result<GroundTruth> {
+    if opts.recompute && opts.cache_file.exists() {
+        std::fs::remove_file(&opts.cache_file)
+            .with_context(|| format!("cannot remove {}", opts.cache_file.display()))?;
+    }
+    let (journal, records) = JsonlAppender::open(&opts.cache_file).with_context(|| {
+        format!(
+            "cannot open ground-truth cache {}",
+            opts.cache_file.display()
+        )
+    })?;
+    let mut entries = HashMap::new();
+    for record in records {
+        if let Ok(entry) = serde_json::from_value::<GtEntry>(record) {
+            entries.insert(entry.task_id.clone(), entry);
+        }
+    }
+    let todo: Vec<&Task> = dataset
+        .tasks()
+        .iter()
+        .filter(|t| !entries.contains_key(&t.task_id))
+        .collect();
+    if todo.is_empty() {
+        tracing::info!("ground truth loaded from {}", opts.cache_file.display());
+        return Ok(GroundTruth { entries });
+    }
+    let time_limit = ground_truth_time_limit(opts.min_time_limit, opts.base_timeout);
+    let jobs: Vec<Job> = todo
+        .iter()
+        .enumerate()
+        .map(|(key, task)| Job {
+            key,
+            task_id: task.task_id.clone(),
+            code: canonical_program(task),
+            test: task.test.clone(),
+            entry_point: task.entry_point.clone(),
+            time_limit: std::time::Duration::from_secs_f64(time_limit),
+            expected_secs: None,
+        })
+        .collect();
+    let bar = opts.progress.bar(
+        "ground truth",
+        jobs.len() as u64,
+        dataset.len() - todo.len(),
+    );
+    let journal = Mutex::new(journal);
+    let fresh = Mutex::new(Vec::new());
+    let write_error = Mutex::new(None);
+    executor.run(jobs, &|job: Job, outcome: Outcome| {
+        let secs = match outcome.status {
+            Status::Pass => Some(outcome.test_secs.unwrap_or(outcome.wall_secs)),
+            _ => None,
+        };
+        let entry = GtEntry {
+            task_id: job.task_id,
+            secs,
+            status: outcome.status,
+            details: outcome.details,
+        };
+        if let Err(e) = journal.lock().unwrap().append(&entry) {
+            write_error.lock().unwrap().get_or_insert(e);
+        }
+        bar.record(outcome.status == Status::Pass);
+        fresh.lock().unwrap().push(entry);
+    })?;
+    bar.finish();
+    if let Some(e) = write_error.into_inner().unwrap() {
+        return Err(e).with_context(|| format!("cannot write {}", opts.cache_file.display()));
+    }
+    for entry in fresh.into_inner().unwrap() {
+        entries.insert(entry.task_id.clone(), entry);
+    }
+    Ok(GroundTruth { entries })
+}
+
+/// A one-line reason for a failed canonical solution, from its details.
+pub fn failure_summary(entry: &GtEntry) -> String {
+    if entry.status == Status::Timeout {
+        return "timeout".into();
+    }
+    let Some((name, trace)) = entry.details.iter().next() else {
+        return entry.status.as_str().into();
+    };
+    let trace = trace.as_str().unwrap_or_default();
+    let last = trace
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut line = format!("{name}: {last}");
+    if line.len() > 160 {
+        let cut = (0..=157)
+            .rev()
+            .find(|&i| line.is_char_boundary(i))
+            .unwrap_or(0);
+        line.truncate(cut);
+        line.push_str("...");
+    }
+    line
+}
