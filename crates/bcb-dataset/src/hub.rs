@@ -1,8 +1,21 @@
 //! Download of a dataset split from the Hugging Face hub into the cache.
+//!
+//! The hub stores each split as one parquet file. We fetch it, decode the rows with the
+//! parquet record API and write them as JSONL in exactly the bytes Python's `json.dumps`
+//! (default options) gives, one row per line: that is the format of the reference files, so
+//! the content sha256/md5 of a downloaded split equals that of the same rows from a file.
 
+use std::io::Write;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use crate::{DatasetError, Subset};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use reqwest::blocking::Client;
+use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use reqwest::StatusCode;
+
+use crate::{Dataset, DatasetError, Subset};
 
 /// Parquet file of one split (split name = version) on the hub.
 pub fn parquet_url(endpoint: &str, subset: Subset, version: &str) -> String {
@@ -16,10 +29,385 @@ pub fn parquet_url(endpoint: &str, subset: Subset, version: &str) -> String {
     )
 }
 
+/// Tries per download; only 5xx/408/429 answers and connection/timeout errors are retried.
+const ATTEMPTS: u32 = 3;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Whole request including the body: the full set's parquet is a few MB.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest wait we accept from a `Retry-After` header.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+
+/// What to do when the hub cannot be used; appended to every download error.
+const HINT: &str = "to run without the hub, pass --dataset FILE, or set BCB_DATASET_DIR to a \
+directory holding bigcodebench[-hard]-VERSION.jsonl[.gz]; --offline then never touches the network";
+
 /// Fetches `url` and writes the rows as JSONL to `dest` (atomically).
-pub fn download_to(url: &str, _dest: &Path) -> Result<(), DatasetError> {
-    Err(DatasetError::Download {
+pub fn download_to(url: &str, dest: &Path) -> Result<(), DatasetError> {
+    let started = Instant::now();
+    let body = fetch(url)?;
+    let fetched = started.elapsed();
+    let jsonl = parquet_to_jsonl(body).map_err(|message| DatasetError::Download {
         url: url.to_string(),
-        message: "hub download is not implemented yet".into(),
-    })
+        message: format!("the file is not a readable dataset parquet: {message}"),
+    })?;
+    // Refuse rows that would not load, before they reach the cache.
+    Dataset::from_jsonl_bytes(&jsonl, Path::new(url), Subset::Full, "hub").map_err(|e| {
+        DatasetError::Download {
+            url: url.to_string(),
+            message: format!("the rows are not BigCodeBench tasks: {e}"),
+        }
+    })?;
+    write_atomic(dest, &jsonl)?;
+    tracing::info!(
+        "downloaded {url} in {:.2}s, decoded to {} ({} bytes) in {:.2}s",
+        fetched.as_secs_f64(),
+        dest.display(),
+        jsonl.len(),
+        (started.elapsed() - fetched).as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The token the hub client would use: `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, then the token
+/// file `huggingface-cli login` writes (`$HF_TOKEN_PATH`, `$HF_HOME/token`,
+/// `~/.cache/huggingface/token`).
+fn hub_token() -> Option<String> {
+    let non_empty = |s: String| {
+        let t = s.trim().to_string();
+        (!t.is_empty()).then_some(t)
+    };
+    for var in ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+        if let Some(t) = std::env::var(var).ok().and_then(non_empty) {
+            return Some(t);
+        }
+    }
+    let file = std::env::var_os("HF_TOKEN_PATH")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HF_HOME").map(|h| Path::new(&h).join("token")))
+        .or_else(|| dirs::cache_dir().map(|c| c.join("huggingface").join("token")))?;
+    std::fs::read_to_string(file).ok().and_then(non_empty)
+}
+
+fn download_err(url: &str, message: String) -> DatasetError {
+    DatasetError::Download {
+        url: url.to_string(),
+        message: format!("{message}; {HINT}"),
+    }
+}
+
+/// An error with its causes (reqwest's own text alone is often just "error sending request").
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// GETs `url` (following redirects, as the hub sends files from a CDN), with retries.
+fn fetch(url: &str) -> Result<bytes::Bytes, DatasetError> {
+    let client = Client::builder()
+        .user_agent(concat!("bcb/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| {
+            download_err(
+                url,
+                format!("cannot set up the HTTP client: {}", error_chain(&e)),
+            )
+        })?;
+    let auth = match hub_token() {
+        Some(token) => {
+            let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                download_err(
+                    url,
+                    "the hub token (HF_TOKEN) holds characters not allowed in an HTTP header"
+                        .into(),
+                )
+            })?;
+            // Keeps the token out of Debug output and HTTP/2 header tables.
+            value.set_sensitive(true);
+            Some(value)
+        }
+        None => None,
+    };
+    let mut attempt = 1;
+    loop {
+        let mut request = client.get(url);
+        if let Some(value) = &auth {
+            request = request.header(AUTHORIZATION, value.clone());
+        }
+        // Success returns; any failure says what went wrong, whether to retry, how long to wait.
+        let (message, retryable, wait): (String, bool, Option<Duration>) = match request.send() {
+            Ok(response) if response.status().is_success() => match response.bytes() {
+                Ok(body) => return Ok(body),
+                Err(e) => (
+                    format!("reading the body failed: {}", error_chain(&e.without_url())),
+                    true,
+                    None,
+                ),
+            },
+            Ok(response) => {
+                let status = response.status();
+                let wait = response
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(|s| Duration::from_secs(s).min(MAX_RETRY_WAIT));
+                let hub_says = response
+                    .headers()
+                    .get("x-error-message")
+                    .and_then(|v| v.to_str().ok())
+                    .map(|m| format!(" (the hub says: {m})"))
+                    .unwrap_or_default();
+                let retryable = status.is_server_error()
+                    || status == StatusCode::TOO_MANY_REQUESTS
+                    || status == StatusCode::REQUEST_TIMEOUT;
+                (
+                    format!("HTTP {status}{hub_says}{}", status_advice(status)),
+                    retryable,
+                    wait,
+                )
+            }
+            Err(e) => {
+                let retryable = e.is_connect() || e.is_timeout() || e.is_request() || e.is_body();
+                (error_chain(&e.without_url()), retryable, None)
+            }
+        };
+        if !retryable || attempt >= ATTEMPTS {
+            let tries = if attempt > 1 {
+                format!(" (after {attempt} attempts)")
+            } else {
+                String::new()
+            };
+            return Err(download_err(url, format!("{message}{tries}")));
+        }
+        let wait = wait.unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
+        tracing::warn!(
+            "download of {url} failed ({message}); retrying in {:.1}s",
+            wait.as_secs_f64()
+        );
+        std::thread::sleep(wait);
+        attempt += 1;
+    }
+}
+
+/// What an HTTP error status most likely means on the hub.
+fn status_advice(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+            ": the hub refused access; if the dataset needs a login, set HF_TOKEN to a Hugging Face access token"
+        }
+        StatusCode::NOT_FOUND => ": no such file on the hub (is the dataset version right?)",
+        s if s.is_server_error() => ": the hub (or the mirror at --hub-endpoint/HF_ENDPOINT) is failing; try again later",
+        _ => "",
+    }
+}
+
+/// Decodes a parquet file of flat rows into JSONL bytes (see [`write_row`] for the format).
+pub fn parquet_to_jsonl(parquet: bytes::Bytes) -> Result<Vec<u8>, String> {
+    let reader = SerializedFileReader::new(parquet).map_err(|e| e.to_string())?;
+    let rows = reader.metadata().file_metadata().num_rows();
+    let mut out = Vec::with_capacity(1 << 20);
+    let iter = reader.get_row_iter(None).map_err(|e| e.to_string())?;
+    for (i, row) in iter.enumerate() {
+        let row = row.map_err(|e| format!("row {i}: {e}"))?;
+        write_row(&mut out, row.get_column_iter()).map_err(|e| format!("row {i}: {e}"))?;
+    }
+    if rows == 0 {
+        return Err("the file holds no rows".into());
+    }
+    Ok(out)
+}
+
+/// Writes one row as Python's `json.dumps(row)` would, plus a newline: keys in column order,
+/// `", "` and `": "` separators, non-ASCII as `\uXXXX`, floats as Python's `repr`.
+fn write_row<'a>(
+    out: &mut Vec<u8>,
+    columns: impl Iterator<Item = (&'a String, &'a Field)>,
+) -> Result<(), String> {
+    out.push(b'{');
+    for (i, (name, value)) in columns.enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        write_py_json_str(out, name);
+        out.extend_from_slice(b": ");
+        write_field(out, value).map_err(|e| format!("column `{name}`: {e}"))?;
+    }
+    out.extend_from_slice(b"}\n");
+    Ok(())
+}
+
+fn write_field(out: &mut Vec<u8>, value: &Field) -> Result<(), String> {
+    let int = |out: &mut Vec<u8>, v: i128| out.extend_from_slice(v.to_string().as_bytes());
+    match value {
+        Field::Null => out.extend_from_slice(b"null"),
+        Field::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Field::Byte(v) => int(out, (*v).into()),
+        Field::Short(v) => int(out, (*v).into()),
+        Field::Int(v) => int(out, (*v).into()),
+        Field::Long(v) => int(out, (*v).into()),
+        Field::UByte(v) => int(out, (*v).into()),
+        Field::UShort(v) => int(out, (*v).into()),
+        Field::UInt(v) => int(out, (*v).into()),
+        Field::ULong(v) => int(out, (*v).into()),
+        // Python widens float32/float16 to a double before printing it.
+        Field::Float16(v) => out.extend_from_slice(py_float_repr(f64::from(*v)).as_bytes()),
+        Field::Float(v) => out.extend_from_slice(py_float_repr(f64::from(*v)).as_bytes()),
+        Field::Double(v) => out.extend_from_slice(py_float_repr(*v).as_bytes()),
+        Field::Str(s) => write_py_json_str(out, s),
+        // A string column written without the UTF8 annotation.
+        Field::Bytes(b) => match std::str::from_utf8(b.data()) {
+            Ok(s) => write_py_json_str(out, s),
+            Err(e) => return Err(format!("binary value is not UTF-8 text ({e})")),
+        },
+        other => {
+            return Err(format!(
+                "unsupported value type ({other:?}); expected strings and numbers"
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// A JSON string as `json.dumps` writes it with `ensure_ascii=True`: only printable ASCII
+/// stays as is; everything else is `\uXXXX` (lowercase hex, UTF-16 surrogate pairs).
+pub fn write_py_json_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{8}' => out.extend_from_slice(b"\\b"),
+            '\u{c}' => out.extend_from_slice(b"\\f"),
+            ' '..='~' => out.push(c as u8),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.extend_from_slice(format!("\\u{unit:04x}").as_bytes());
+                }
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+/// Python's `repr(float)` as `json.dumps` prints it: the shortest digits that round-trip,
+/// fixed notation for exponents -4..=15, else `d.ddde+XX`; `NaN`/`Infinity` as json allows.
+pub fn py_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    // Rust's `{:e}` prints the same shortest round-trip digits, e.g. `-1.25e-7`.
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if !(-4..16).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let dot = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{dot}e{esign}{:02}", exp.abs());
+    }
+    if exp < 0 {
+        let zeros = "0".repeat((-exp - 1) as usize);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let int_len = exp as usize + 1;
+    if digits.len() <= int_len {
+        let zeros = "0".repeat(int_len - digits.len());
+        format!("{sign}{digits}{zeros}.0")
+    } else {
+        let (int_part, frac) = digits.split_at(int_len);
+        format!("{sign}{int_part}.{frac}")
+    }
+}
+
+/// Writes `dest` so that readers see the old file or the whole new one, never a part:
+/// a temp file in the same directory, flushed to disk, then renamed over `dest`.
+fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
+    let io_err = |source| DatasetError::Io {
+        path: dest.to_path_buf(),
+        source,
+    };
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(io_err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".download-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err)?;
+    tmp.write_all(bytes).map_err(io_err)?;
+    tmp.as_file().sync_all().map_err(io_err)?;
+    tmp.persist(dest).map_err(|e| io_err(e.error))?;
+    // Make the rename itself durable; failing that is harmless, so it is not an error.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_python_repr() {
+        // Expected strings are what CPython 3.11 `repr` prints.
+        for (x, want) in [
+            (0.7876234055, "0.7876234055"),
+            (0.812500298, "0.812500298"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1.0, "1.0"),
+            (-0.0, "-0.0"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.2345e22, "1.2345e+22"),
+            (123.456, "123.456"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (f64::from(0.1f32), "0.10000000149011612"),
+        ] {
+            assert_eq!(py_float_repr(x), want, "{x:?}");
+        }
+    }
+
+    #[test]
+    fn strings_are_escaped_like_json_dumps() {
+        let mut out = Vec::new();
+        write_py_json_str(&mut out, "a\"\\\n\t\u{1}\u{7f}é€😀/");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"\\\n\t\u0001\u007f\u00e9\u20ac\ud83d\ude00/""#
+        );
+    }
 }
