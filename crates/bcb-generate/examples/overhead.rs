@@ -1,0 +1,2 @@
+// placeholder so the workspace parses until the bench lands; replace freely.
+fn main() {}

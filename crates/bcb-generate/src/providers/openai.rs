@@ -1,0 +1,174 @@
+//! OpenAI Chat Completions and (for direct completion) Completions; also every
+//! OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, LM Studio, Ollama's /v1).
+
+use futures::future::BoxFuture;
+use reqwest::header::{HeaderMap, AUTHORIZATION};
+use serde_json::{json, Value};
+
+use super::{env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage};
+use crate::error::ApiError;
+use crate::http::{secret_header, Http};
+use crate::options::{Backend, GenerateOptions};
+use crate::prompt::{direct_completion_stops, EOS, PREFILL_STOP};
+
+pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+
+/// Names the original sends `reasoning_effort` for instead of sampling settings.
+pub fn is_openai_reasoning_model(model: &str) -> bool {
+    model.starts_with("o1-") || model.starts_with("o3-") || model.ends_with("-reasoner")
+}
+
+pub struct OpenAi {
+    base: String,
+    key: Option<String>,
+    model: String,
+    sampling: Sampling,
+    reasoning_effort: Option<String>,
+    reasoning_model: bool,
+    max_n: u32,
+}
+
+impl OpenAi {
+    pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> anyhow::Result<Self> {
+        let key = env_key(&["OPENAI_API_KEY"]);
+        let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
+        if key.is_none() && base == DEFAULT_BASE {
+            anyhow::bail!("OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server");
+        }
+        let reasoning_model = is_openai_reasoning_model(&opts.model);
+        let reasoning_effort = opts
+            .reasoning_effort
+            .clone()
+            .or_else(|| reasoning_model.then(|| "medium".to_string()));
+        // The original asks o1/o3/deepseek models for one sample per request, in parallel.
+        let one_per_request = opts.model.starts_with("o1-")
+            || opts.model.starts_with("o3-")
+            || opts.model.starts_with("deepseek");
+        let max_n = if one_per_request {
+            1
+        } else if opts.backend == Backend::LlamaCpp {
+            // llama.cpp serves `n` choices from its parallel slots.
+            opts.concurrency.unwrap_or(2).max(1) as u32
+        } else {
+            128
+        };
+        Ok(OpenAi {
+            base,
+            key,
+            model: opts.model.clone(),
+            sampling,
+            reasoning_effort,
+            reasoning_model,
+            max_n,
+        })
+    }
+
+    fn chat_body(&self, user: &str, prefill: Option<&str>, n: u32) -> Value {
+        let mut messages = vec![json!({"role": "user", "content": user})];
+        if let Some(p) = prefill {
+            messages.push(json!({"role": "assistant", "content": p}));
+        }
+        let mut body = json!({"model": self.model, "messages": messages, "n": n});
+        let obj = body.as_object_mut().expect("object");
+        if self.reasoning_model {
+            obj.insert("reasoning_effort".into(), json!(self.reasoning_effort));
+        } else {
+            obj.insert("top_p".into(), json!(self.sampling.top_p.unwrap_or(0.95)));
+            obj.insert("max_completion_tokens".into(), json!(self.sampling.max_tokens));
+            obj.insert("temperature".into(), self.sampling.temperature_json());
+            if let Some(e) = &self.reasoning_effort {
+                obj.insert("reasoning_effort".into(), json!(e));
+            }
+        }
+        if prefill.is_some() {
+            let stops: Vec<&str> = EOS.iter().copied().chain([PREFILL_STOP]).collect();
+            obj.insert("stop".into(), json!(stops));
+        }
+        if let Some(seed) = self.sampling.seed {
+            obj.insert("seed".into(), json!(seed));
+        }
+        body
+    }
+
+    /// Like the original's vLLM path for base models: top_p 0.95 when sampling, EOS + extra stops.
+    fn completion_body(&self, prompt: &str, n: u32) -> Value {
+        let top_p = self
+            .sampling
+            .top_p
+            .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
+        let mut body = json!({
+            "model": self.model,
+            "prompt": prompt,
+            "n": n,
+            "max_tokens": self.sampling.max_tokens,
+            "temperature": self.sampling.temperature_json(),
+            "top_p": top_p,
+            "stop": direct_completion_stops(),
+        });
+        if let Some(seed) = self.sampling.seed {
+            body["seed"] = json!(seed);
+        }
+        body
+    }
+}
+
+impl Provider for OpenAi {
+    fn max_n(&self) -> u32 {
+        self.max_n
+    }
+
+    fn request(&self, req: &GenRequest) -> (String, Value) {
+        match &req.prompt {
+            Prompt::Chat { user, prefill } => (
+                join_url(&self.base, "chat/completions"),
+                self.chat_body(user, prefill.as_deref(), req.n),
+            ),
+            Prompt::Raw(p) => (join_url(&self.base, "completions"), self.completion_body(p, req.n)),
+        }
+    }
+
+    fn headers(&self) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(k) = &self.key {
+            h.insert(AUTHORIZATION, secret_header(&format!("Bearer {k}")));
+        }
+        h
+    }
+
+    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+        Box::pin(async move {
+            let (url, body) = self.request(req);
+            let v = http.post_json(&url, self.headers(), &body).await?;
+            let raw = matches!(req.prompt, Prompt::Raw(_));
+            parse_choices(&url, &v, raw)
+        })
+    }
+}
+
+/// `choices[].message.content` (chat) or `choices[].text` (completions), in index order.
+pub(crate) fn parse_choices(url: &str, v: &Value, raw: bool) -> Result<GenResponse, ApiError> {
+    let choices = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol(url, "no `choices` array in the answer"))?;
+    let mut indexed: Vec<(u64, String)> = Vec::with_capacity(choices.len());
+    for (i, c) in choices.iter().enumerate() {
+        let text = if raw {
+            // vLLM path of the original: tabs become four spaces.
+            c.get("text").and_then(Value::as_str).unwrap_or("").replace('\t', "    ")
+        } else {
+            c.pointer("/message/content").and_then(Value::as_str).unwrap_or("").to_string()
+        };
+        let idx = c.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+        indexed.push((idx, text));
+    }
+    indexed.sort_by_key(|(i, _)| *i);
+    let usage = v.get("usage").filter(|u| u.is_object()).map(|_| Usage {
+        input_tokens: u64_at(v, "/usage/prompt_tokens"),
+        output_tokens: u64_at(v, "/usage/completion_tokens"),
+    });
+    Ok(GenResponse {
+        outputs: indexed.into_iter().map(|(_, t)| t).collect(),
+        usage,
+    })
+}

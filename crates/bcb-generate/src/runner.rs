@@ -1,0 +1,604 @@
+//! A generation run: work out what is missing, send requests concurrently under the
+//! configured limits, and append every finished sample to the journal as it arrives.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use backon::{ExponentialBuilder, Retryable};
+use bcb_dataset::{Dataset, Task};
+use bcb_samples::JsonlAppender;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::error::{ApiError, ErrorClass};
+use crate::http::Http;
+use crate::local::LocalServer;
+use crate::options::{Backend, GenerateOptions};
+use crate::prompt::{chat_user_message, prefill_text, strip_think, task_prompt};
+use crate::providers::{make_provider, GenRequest, Prompt, Provider, Usage};
+
+/// One request's worth of work: `n` samples of one task.
+#[derive(Debug, Clone)]
+struct Unit {
+    task_index: usize,
+    n: u32,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    task_id: &'a str,
+    solution: String,
+    raw_solution: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub task_id: String,
+    pub missing: u32,
+    pub error: String,
+}
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub path: PathBuf,
+    pub tasks: usize,
+    /// Samples already in the file for the selected tasks when the run started.
+    pub already_present: u64,
+    /// Samples this run set out to generate.
+    pub wanted: u64,
+    pub written: u64,
+    pub requests: u64,
+    pub retries: u64,
+    pub usage: Usage,
+    pub elapsed: Duration,
+    pub cost_usd: Option<f64>,
+    pub failures: Vec<Failure>,
+}
+
+impl Outcome {
+    pub fn is_complete(&self) -> bool {
+        self.failures.is_empty() && self.written >= self.wanted
+    }
+
+    /// A short human summary (several lines).
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} tasks: {} samples were present, {} generated of {} wanted, {} requests ({} retries), {} input + {} output tokens in {:.1}s",
+            self.tasks,
+            self.already_present,
+            self.written,
+            self.wanted,
+            self.requests,
+            self.retries,
+            self.usage.input_tokens,
+            self.usage.output_tokens,
+            self.elapsed.as_secs_f64()
+        );
+        if let Some(c) = self.cost_usd {
+            s.push_str(&format!(", ${c:.4}"));
+        }
+        if !self.failures.is_empty() {
+            s.push_str(&format!(
+                "\n{} tasks still miss samples (re-run the same command to retry only those):",
+                self.failures.len()
+            ));
+            for f in self.failures.iter().take(20) {
+                s.push_str(&format!("\n  {} (-{}): {}", f.task_id, f.missing, f.error));
+            }
+            if self.failures.len() > 20 {
+                s.push_str(&format!("\n  ... and {} more", self.failures.len() - 20));
+            }
+        }
+        s
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    requests: AtomicU64,
+    retries: AtomicU64,
+    input_tokens: AtomicU64,
+    output_tokens: AtomicU64,
+    written: AtomicU64,
+}
+
+/// Runs generation for `dataset` (blocking; starts its own async runtime).
+pub fn run_codegen(opts: &GenerateOptions, dataset: &Dataset) -> anyhow::Result<Outcome> {
+    let mut opts = opts.clone();
+    opts.normalize()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(run_async(opts, dataset))
+}
+
+/// The tasks selected by `--id-range` and the id list, in dataset order.
+fn selected_tasks<'a>(opts: &GenerateOptions, dataset: &'a Dataset) -> anyhow::Result<Vec<&'a Task>> {
+    let mut tasks: Vec<&Task> = dataset.tasks().iter().collect();
+    if let Some((lo, hi)) = opts.id_range {
+        if lo >= hi {
+            anyhow::bail!("--id-range {lo}-{hi}: the low end must be below the high end");
+        }
+        tasks = tasks.into_iter().skip(lo).take(hi - lo).collect();
+    }
+    if let Some(ids) = &opts.task_ids {
+        let unknown: Vec<&String> = ids.iter().filter(|id| !dataset.contains(id)).collect();
+        if !unknown.is_empty() {
+            anyhow::bail!(
+                "task ids not in the dataset: {}",
+                unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            );
+        }
+        let keep: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        tasks.retain(|t| keep.contains(t.task_id.as_str()));
+    }
+    Ok(tasks)
+}
+
+/// The prompt sent for `task`, by the original's rules.
+pub fn build_prompt(opts: &GenerateOptions, task: &Task) -> Prompt {
+    let p = task_prompt(task.prompt(opts.split), opts.strip_newlines);
+    if opts.direct_completion {
+        Prompt::Raw(p.to_string())
+    } else {
+        Prompt::Chat {
+            user: chat_user_message(p, opts.split, &opts.instruction_prefix),
+            prefill: opts.prefill.then(|| prefill_text(&opts.response_prefix)),
+        }
+    }
+}
+
+async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Result<Outcome> {
+    let started = Instant::now();
+    let tasks = selected_tasks(&opts, dataset)?;
+    let path = opts.target_path();
+    if !opts.resume {
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::info!("removed {} (--no-resume)", path.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
+        }
+    }
+    let (journal, existing) = JsonlAppender::open(&path)
+        .with_context(|| format!("cannot open the samples file {}", path.display()))?;
+    let journal = if opts.durable { journal } else { journal.without_sync() };
+    let mut have: HashMap<String, u32> = HashMap::new();
+    for rec in &existing {
+        if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
+            *have.entry(id.to_string()).or_default() += 1;
+        }
+    }
+
+    let concurrency = opts.concurrency.unwrap_or_else(|| opts.backend.default_concurrency()).max(1);
+    opts.concurrency = Some(concurrency);
+
+    let mut already = 0u64;
+    let mut wanted = 0u64;
+    let mut missing: Vec<u32> = Vec::with_capacity(tasks.len());
+    for t in &tasks {
+        let h = have.get(&t.task_id).copied().unwrap_or(0);
+        already += h.min(opts.n_samples) as u64;
+        let m = opts.n_samples.saturating_sub(h);
+        wanted += m as u64;
+        missing.push(m);
+    }
+    eprintln!(
+        "{}: {} tasks, {} samples present, {} to generate -> {}",
+        opts.model_label,
+        tasks.len(),
+        already,
+        wanted,
+        path.display()
+    );
+    let stats = Arc::new(Stats::default());
+    if wanted == 0 {
+        return Ok(Outcome {
+            path,
+            tasks: tasks.len(),
+            already_present: already,
+            wanted,
+            written: 0,
+            requests: 0,
+            retries: 0,
+            usage: Usage::default(),
+            elapsed: started.elapsed(),
+            cost_usd: None,
+            failures: vec![],
+        });
+    }
+
+    // A local GGUF: serve it for the run; it stops when `_server` drops.
+    let mut _server = None;
+    let mut base_url = opts.base_url.clone();
+    if opts.backend == Backend::LlamaCpp {
+        let model_path = PathBuf::from(&opts.model);
+        let alias = opts.model_label.clone();
+        let local = opts.local.clone();
+        let server = tokio::task::spawn_blocking(move || {
+            LocalServer::start(&model_path, &alias, concurrency, &local)
+        })
+        .await??;
+        base_url = Some(format!("{}/v1", server.base_url()));
+        opts.model = opts.model_label.clone();
+        _server = Some(server);
+    }
+
+    let provider: Arc<dyn Provider> = Arc::from(make_provider(&opts, base_url.as_deref())?);
+    let http = Http::new(opts.request_timeout, concurrency)?;
+    let max_n = provider.max_n().max(1);
+    let mut units = Vec::new();
+    for (i, &m) in missing.iter().enumerate() {
+        let mut left = m;
+        while left > 0 {
+            let n = left.min(max_n);
+            units.push(Unit { task_index: i, n });
+            left -= n;
+        }
+    }
+
+    let pb = if opts.progress {
+        ProgressBar::new(wanted)
+    } else {
+        ProgressBar::hidden()
+    };
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} samples {msg} (eta {eta})",
+        )
+        .expect("valid template"),
+    );
+
+    // The journal writer: one thread, so appends never interleave and per-task counts are
+    // exact even when several requests for one task finish together.
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<(String, String)>)>();
+    let write_error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_notify = Arc::new(tokio::sync::Notify::new());
+    let writer = {
+        let task_ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
+        let n_samples = opts.n_samples;
+        let mut counts: Vec<u32> = task_ids.iter().map(|id| have.get(id).copied().unwrap_or(0)).collect();
+        let stats = stats.clone();
+        let pb = pb.clone();
+        let write_error = write_error.clone();
+        let stop = stop.clone();
+        let stop_notify = stop_notify.clone();
+        let mut journal = journal;
+        std::thread::spawn(move || {
+            for (ti, rows) in rx {
+                for (solution, raw) in rows {
+                    if counts[ti] >= n_samples {
+                        tracing::debug!("dropping an extra sample for {}", task_ids[ti]);
+                        continue;
+                    }
+                    let row = Row { task_id: &task_ids[ti], solution, raw_solution: raw };
+                    if let Err(e) = journal.append(&row) {
+                        *write_error.lock().unwrap() =
+                            Some(format!("cannot append to {}: {e}", journal.path().display()));
+                        stop.store(true, Ordering::SeqCst);
+                        stop_notify.notify_waiters();
+                        return;
+                    }
+                    counts[ti] += 1;
+                    stats.written.fetch_add(1, Ordering::Relaxed);
+                    pb.inc(1);
+                }
+            }
+        })
+    };
+
+    let limits = Arc::new(Limits::new(&opts));
+    let fatal: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let mut joins = tokio::task::JoinSet::new();
+    let opts = Arc::new(opts);
+    let tasks_owned: Arc<Vec<Task>> = Arc::new(tasks.iter().map(|t| (*t).clone()).collect());
+    let mut failures: Vec<Failure> = Vec::new();
+
+    for unit in units {
+        let permit = tokio::select! {
+            p = semaphore.clone().acquire_owned() => p.expect("semaphore open"),
+            _ = stop_notify.notified() => break,
+        };
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        // Collect finished units as we go so failures surface early.
+        while let Some(res) = joins.try_join_next() {
+            if let Ok(Err(f)) = res {
+                failures.push(f);
+            }
+        }
+        let ctx = UnitCtx {
+            opts: opts.clone(),
+            tasks: tasks_owned.clone(),
+            provider: provider.clone(),
+            http: http.clone(),
+            limits: limits.clone(),
+            stats: stats.clone(),
+            tx: tx.clone(),
+            pb: pb.clone(),
+            fatal: fatal.clone(),
+            stop: stop.clone(),
+            stop_notify: stop_notify.clone(),
+            started,
+        };
+        joins.spawn(async move {
+            let _permit = permit;
+            ctx.run(unit).await
+        });
+    }
+    drop(tx);
+    loop {
+        tokio::select! {
+            res = joins.join_next() => match res {
+                None => break,
+                Some(Ok(Err(f))) => failures.push(f),
+                Some(_) => {}
+            },
+            _ = stop_notify.notified() => {
+                // 401/404 or a write error: cancel what is in flight; written samples stay.
+                joins.abort_all();
+                while joins.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    pb.finish_and_clear();
+
+    let usage = Usage {
+        input_tokens: stats.input_tokens.load(Ordering::Relaxed),
+        output_tokens: stats.output_tokens.load(Ordering::Relaxed),
+    };
+    let written = stats.written.load(Ordering::Relaxed);
+    if let Some(e) = write_error.lock().unwrap().take() {
+        anyhow::bail!("{e}; the {written} samples written before are kept in {}", path.display());
+    }
+    if let Some(e) = fatal.lock().unwrap().take() {
+        anyhow::bail!(
+            "stopped: {e}\n{written} samples generated in this run are kept in {}; re-running continues from there",
+            path.display()
+        );
+    }
+    // Merge failures per task.
+    let mut per_task: HashMap<String, Failure> = HashMap::new();
+    for f in failures {
+        per_task
+            .entry(f.task_id.clone())
+            .and_modify(|e| e.missing += f.missing)
+            .or_insert(f);
+    }
+    let mut failures: Vec<Failure> = per_task.into_values().collect();
+    failures.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+    Ok(Outcome {
+        path,
+        tasks: tasks.len(),
+        already_present: already,
+        wanted,
+        written,
+        requests: stats.requests.load(Ordering::Relaxed),
+        retries: stats.retries.load(Ordering::Relaxed),
+        usage,
+        elapsed: started.elapsed(),
+        cost_usd: cost(&opts, usage),
+        failures,
+    })
+}
+
+fn cost(opts: &GenerateOptions, u: Usage) -> Option<f64> {
+    if opts.price_input.is_none() && opts.price_output.is_none() {
+        return None;
+    }
+    Some(
+        u.input_tokens as f64 * opts.price_input.unwrap_or(0.0) / 1e6
+            + u.output_tokens as f64 * opts.price_output.unwrap_or(0.0) / 1e6,
+    )
+}
+
+/// Requests-per-minute and tokens-per-minute budgets.
+struct Limits {
+    rpm: Option<DefaultDirectRateLimiter>,
+    tpm: Option<(DefaultDirectRateLimiter, u32)>,
+}
+
+impl Limits {
+    fn new(opts: &GenerateOptions) -> Self {
+        let rpm = opts
+            .requests_per_minute
+            .and_then(NonZeroU32::new)
+            .map(|r| RateLimiter::direct(Quota::per_minute(r)));
+        let tpm = opts
+            .tokens_per_minute
+            .and_then(NonZeroU32::new)
+            .map(|t| (RateLimiter::direct(Quota::per_minute(t)), t.get()));
+        Limits { rpm, tpm }
+    }
+
+    /// Waits until a request of about `tokens` tokens fits both budgets.
+    async fn wait(&self, tokens: u32) {
+        if let Some(l) = &self.rpm {
+            l.until_ready().await;
+        }
+        if let Some((l, cap)) = &self.tpm {
+            // A single request larger than the whole budget still goes, alone.
+            let n = NonZeroU32::new(tokens.clamp(1, *cap)).expect("nonzero");
+            let _ = l.until_n_ready(n).await;
+        }
+    }
+}
+
+struct UnitCtx {
+    opts: Arc<GenerateOptions>,
+    tasks: Arc<Vec<Task>>,
+    provider: Arc<dyn Provider>,
+    http: Http,
+    limits: Arc<Limits>,
+    stats: Arc<Stats>,
+    tx: std::sync::mpsc::Sender<(usize, Vec<(String, String)>)>,
+    pb: ProgressBar,
+    fatal: Arc<Mutex<Option<String>>>,
+    stop: Arc<AtomicBool>,
+    stop_notify: Arc<tokio::sync::Notify>,
+    started: Instant,
+}
+
+impl UnitCtx {
+    async fn run(self, unit: Unit) -> Result<(), Failure> {
+        let task = &self.tasks[unit.task_index];
+        let prompt = build_prompt(&self.opts, task);
+        let prompt_chars = match &prompt {
+            Prompt::Chat { user, prefill } => user.len() + prefill.as_ref().map_or(0, |p| p.len()),
+            Prompt::Raw(p) => p.len(),
+        };
+        let mut left = unit.n;
+        // A server may return fewer choices than asked; ask again for the rest (bounded).
+        let mut short_answers = 0;
+        while left > 0 {
+            let req = GenRequest { prompt: prompt.clone(), n: left };
+            let est_tokens = (prompt_chars / 4) as u32 + self.opts.max_tokens.saturating_mul(left);
+            let result = self.request_with_retries(&req, est_tokens).await;
+            let resp = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    let msg = e.to_string();
+                    if e.class() == ErrorClass::Fatal {
+                        let hint = key_hint(self.opts.backend, e.status());
+                        *self.fatal.lock().unwrap() = Some(format!("{msg}{hint}"));
+                        self.stop.store(true, Ordering::SeqCst);
+                        self.stop_notify.notify_waiters();
+                    }
+                    return Err(Failure { task_id: task.task_id.clone(), missing: left, error: msg });
+                }
+            };
+            if let Some(u) = resp.usage {
+                self.stats.input_tokens.fetch_add(u.input_tokens, Ordering::Relaxed);
+                self.stats.output_tokens.fetch_add(u.output_tokens, Ordering::Relaxed);
+            }
+            let outputs: Vec<String> = resp.outputs.into_iter().take(left as usize).collect();
+            if outputs.is_empty() {
+                short_answers += 1;
+                if short_answers > 3 {
+                    return Err(Failure {
+                        task_id: task.task_id.clone(),
+                        missing: left,
+                        error: "the server returned no choices".into(),
+                    });
+                }
+                continue;
+            }
+            left -= outputs.len() as u32;
+            let rows = self.to_rows(task, &prompt, outputs).await;
+            if self.tx.send((unit.task_index, rows)).is_err() {
+                return Ok(()); // writer gone: the run is stopping
+            }
+            self.update_message();
+        }
+        Ok(())
+    }
+
+    async fn request_with_retries(
+        &self,
+        req: &GenRequest,
+        est_tokens: u32,
+    ) -> Result<crate::providers::GenResponse, ApiError> {
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(self.opts_retry_min())
+            .with_max_delay(Duration::from_secs(60))
+            .with_factor(2.0)
+            .with_jitter()
+            .with_max_times(self.opts.max_retries);
+        let op = || async {
+            self.limits.wait(est_tokens).await;
+            self.stats.requests.fetch_add(1, Ordering::Relaxed);
+            self.provider.generate(&self.http, req).await
+        };
+        op.retry(backoff)
+            .when(|e: &ApiError| e.class() == ErrorClass::Retry && !self.stop.load(Ordering::SeqCst))
+            .adjust(|e: &ApiError, d: Option<Duration>| {
+                // The server's Retry-After wins over our own schedule (capped at 10 min).
+                match (d, e.retry_after()) {
+                    (Some(_), Some(ra)) => Some(ra.min(Duration::from_secs(600))),
+                    (d, _) => d,
+                }
+            })
+            .notify(|e: &ApiError, d: Duration| {
+                self.stats.retries.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("retrying in {:.1}s after: {e}", d.as_secs_f64());
+            })
+            .await
+    }
+
+    fn opts_retry_min(&self) -> Duration {
+        retry_min_delay()
+    }
+
+    async fn to_rows(&self, task: &Task, prompt: &Prompt, outputs: Vec<String>) -> Vec<(String, String)> {
+        let entry = task.entry_point.clone();
+        let prefix = match prompt {
+            Prompt::Raw(p) => Some(p.clone()),
+            Prompt::Chat { .. } => None,
+        };
+        let work = move || {
+            outputs
+                .into_iter()
+                .map(|out| {
+                    // Direct completion: the sample is prompt + continuation, as in the original.
+                    let raw = match &prefix {
+                        Some(p) => format!("{p}{out}"),
+                        None => out,
+                    };
+                    let solution = bcb_sanitize::sanitize(&strip_think(&raw), Some(&entry));
+                    (solution, raw)
+                })
+                .collect::<Vec<_>>()
+        };
+        // The sanitizer is CPU work: keep it off the request threads.
+        tokio::task::spawn_blocking(work).await.unwrap_or_default()
+    }
+
+    fn update_message(&self) {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let out = self.stats.output_tokens.load(Ordering::Relaxed);
+        if out == 0 {
+            return;
+        }
+        let usage = Usage {
+            input_tokens: self.stats.input_tokens.load(Ordering::Relaxed),
+            output_tokens: out,
+        };
+        let mut msg = format!("{:.0} tok/s", out as f64 / secs);
+        if let Some(c) = cost(&self.opts, usage) {
+            msg.push_str(&format!(" ${c:.4}"));
+        }
+        self.pb.set_message(msg);
+    }
+}
+
+/// The first retry waits this long (then doubles); `BCB_RETRY_MIN_DELAY_MS` shortens it in tests.
+fn retry_min_delay() -> Duration {
+    std::env::var("BCB_RETRY_MIN_DELAY_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(1))
+}
+
+fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {
+    match (status, backend) {
+        (Some(401 | 403), Backend::OpenAi) => " (check OPENAI_API_KEY)",
+        (Some(401 | 403), Backend::Anthropic) => " (check ANTHROPIC_API_KEY)",
+        (Some(401 | 403), Backend::Google) => " (check GOOGLE_API_KEY)",
+        (Some(401 | 403), Backend::Mistral) => " (check MISTRAL_API_KEY)",
+        (Some(404), _) => " (check --model and --base-url)",
+        _ => "",
+    }
+}
