@@ -2,6 +2,7 @@
 
 mod commands;
 mod common;
+mod pyenv;
 
 use std::process::ExitCode;
 

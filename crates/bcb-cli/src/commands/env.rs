@@ -1,8 +1,216 @@
-use std::process::ExitCode;
+//! `bcb env setup` / `bcb env check`: the Python environment the tasks run in.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::Context;
+
+use crate::common::DatasetArgs;
+use crate::pyenv;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub action: Action,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Create the venv with every library the tasks import (idempotent).
+    Setup(SetupArgs),
+    /// Import every library the dataset names and report what is missing.
+    Check(CheckArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SetupArgs {
+    /// Where to create the env (default: ~/.cache/bcb/eval-env-py311, or $BCB_ENV_DIR).
+    #[arg(long)]
+    pub env_dir: Option<PathBuf>,
+    /// The CPython 3.11 to build the venv from.
+    #[arg(long, default_value = "python3.11")]
+    pub base_python: PathBuf,
+    /// Reinstall even if the env is current.
+    #[arg(long)]
+    pub force: bool,
+    /// Do not try to download NLTK data.
+    #[arg(long)]
+    pub no_nltk: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// Interpreter to audit (default: $BCB_PYTHON, else the managed env).
+    #[arg(long, env = "BCB_PYTHON")]
+    pub python: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Setup(a) => setup(a),
+        Action::Check(a) => check(a),
+    }
+}
+
+fn setup(args: SetupArgs) -> anyhow::Result<ExitCode> {
+    let dir = args.env_dir.unwrap_or_else(pyenv::default_env_dir);
+    let changed = pyenv::setup(&dir, &args.base_python, args.force)?;
+    if changed {
+        eprintln!("environment ready: {}", dir.display());
+    } else {
+        eprintln!("environment is current: {}", dir.display());
+    }
+    if !args.no_nltk {
+        let missing = pyenv::fetch_nltk_data(&dir)?;
+        if missing.is_empty() {
+            eprintln!("NLTK data present in {}", dir.join("nltk_data").display());
+        } else {
+            eprintln!(
+                "warning: could not download NLTK data ({}): no network? Tasks that need it will fail; `bcb env check` lists them",
+                missing.join(", ")
+            );
+        }
+    }
+    println!("{}", pyenv::env_python(&dir).display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Import each library in one interpreter, isolating failures per library.
+const IMPORT_PROBE: &str = r#"
+import importlib, json, sys, os, warnings
+warnings.filterwarnings("ignore")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("MPLBACKEND", "Agg")
+out = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+        out[name] = None
+    except BaseException as e:
+        out[name] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+nltk_missing = []
+try:
+    import nltk
+    for res in ["corpora/stopwords", "tokenizers/punkt", "sentiment/vader_lexicon", "corpora/words",
+                "taggers/averaged_perceptron_tagger", "corpora/wordnet", "corpora/brown"]:
+        try:
+            nltk.data.find(res)
+        except LookupError:
+            nltk_missing.append(res.split("/")[1])
+except Exception:
+    pass
+print(json.dumps({"imports": out, "nltk_missing": nltk_missing, "python": sys.version.split()[0]}))
+"#;
+
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let python = pyenv::resolve_python(args.python.as_deref())?;
+    let ds = args.dataset.spec().load()?;
+    let mut libs: Vec<String> = ds.library_counts().into_iter().map(|(l, _)| l).collect();
+    libs.sort();
+    eprintln!(
+        "importing {} libraries with {} ...",
+        libs.len(),
+        python.display()
+    );
+    let out = Command::new(&python)
+        .arg("-c")
+        .arg(IMPORT_PROBE)
+        .args(&libs)
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: serde_json::Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .with_context(|| {
+            format!(
+                "the import probe crashed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
+    let failed: BTreeMap<String, String> = report["imports"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|e| (k.clone(), e.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let nltk_missing: Vec<String> = report["nltk_missing"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let affected = |pred: &dyn Fn(&bcb_dataset::Task) -> bool| -> Vec<String> {
+        ds.tasks()
+            .iter()
+            .filter(|t| pred(t))
+            .map(|t| t.task_id.clone())
+            .collect()
+    };
+    let nltk_tasks = if nltk_missing.is_empty() {
+        Vec::new()
+    } else {
+        affected(&|t| {
+            let text = format!("{}{}{}", t.complete_prompt, t.canonical_solution, t.test);
+            t.lib_names().iter().any(|l| l == "nltk" || l == "textblob")
+                && (text.contains("nltk") || text.contains("TextBlob"))
+        })
+    };
+    let protections = bcb_execute::probe_protections(&bcb_execute::ExecConfig {
+        python: python.clone(),
+        parallel: 1,
+        limits: bcb_execute::Limits::default(),
+    });
+    if args.json {
+        let j = serde_json::json!({
+            "python": python, "python_version": report["python"],
+            "libraries": libs.len(), "failed_imports": failed,
+            "nltk_missing": nltk_missing, "tasks_needing_missing_nltk_data": nltk_tasks,
+            "protections": protections,
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        println!(
+            "python        {} ({})",
+            python.display(),
+            report["python"].as_str().unwrap_or("?")
+        );
+        println!(
+            "libraries     {} named by the dataset, {} import",
+            libs.len(),
+            libs.len() - failed.len()
+        );
+        for (lib, err) in &failed {
+            let tasks = affected(&|t| t.lib_names().contains(lib));
+            println!("  missing {lib}: {err} ({} tasks)", tasks.len());
+        }
+        if nltk_missing.is_empty() {
+            println!("nltk data     present");
+        } else {
+            println!(
+                "nltk data     missing: {} (run `bcb env setup` with network); {} tasks may fail: {}",
+                nltk_missing.join(", "),
+                nltk_tasks.len(),
+                nltk_tasks.join(", ")
+            );
+        }
+        println!("sandbox       {}", protections.join(", "));
+    }
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

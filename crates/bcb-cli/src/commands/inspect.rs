@@ -1,8 +1,126 @@
+//! `bcb inspect`: lay out every task with a non-passing sample for reading — the original's
+//! files (ground_truth.py, test_case.py, completion_{i}.py, complete_{i}_execution_trace.txt)
+//! plus a `README.md` index listing each task's verdicts and first error.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::Context;
+use bcb_dataset::Split;
+use bcb_eval::results::EvalResults;
+use serde_json::Value;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+use crate::common::DatasetArgs;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// An `*_eval_results.json` written by `bcb evaluate` or the original harness.
+    #[arg(long)]
+    pub eval_results: PathBuf,
+    /// Split the samples answered (picks the prompt written to ground_truth.py).
+    #[arg(long, default_value = "complete")]
+    pub split: Split,
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// Folder to write into; results go to `{save_path}/{results file name without .json}/`.
+    #[arg(long, default_value = "inspect")]
+    pub save_path: PathBuf,
+    /// Remove that folder first.
+    #[arg(long)]
+    pub in_place: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let results = EvalResults::load(&args.eval_results)?;
+    let ds = args.dataset.spec().load()?;
+    let name = args
+        .eval_results
+        .file_name()
+        .map(|s| s.to_string_lossy().replace(".json", ""))
+        .unwrap_or_else(|| "eval_results".into());
+    let root = args.save_path.join(name);
+    if args.in_place && root.exists() {
+        std::fs::remove_dir_all(&root)
+            .with_context(|| format!("cannot remove {}", root.display()))?;
+    }
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+
+    let mut index = String::new();
+    writeln!(
+        index,
+        "# Failing tasks in {}\n",
+        args.eval_results.display()
+    )?;
+    writeln!(index, "| task | passed | statuses | first error |")?;
+    writeln!(index, "|---|---|---|---|")?;
+    let (mut tasks_written, mut total_tasks, mut passed_tasks) = (0, 0, 0);
+    for (task_id, list) in &results.eval {
+        let Some(task) = ds.get(task_id) else {
+            continue;
+        };
+        let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
+        total_tasks += 1;
+        let status = |r: &Value| r["status"].as_str().unwrap_or("?").to_string();
+        if list.iter().all(|r| status(r) == "pass") {
+            passed_tasks += 1;
+            continue;
+        }
+        let dir = root.join(task_id);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        write(
+            &dir.join("ground_truth.py"),
+            &format!("{}\n\n{}", task.prompt(args.split), task.canonical_solution),
+        )?;
+        write(&dir.join("test_case.py"), &task.test)?;
+        let mut first_error = String::new();
+        for (i, r) in list.iter().enumerate() {
+            write(
+                &dir.join(format!("completion_{i}.py")),
+                r["solution"].as_str().unwrap_or(""),
+            )?;
+            let mut trace = String::new();
+            if let Some(details) = r["details"].as_object() {
+                for (test, tb) in details {
+                    let tb = tb.as_str().unwrap_or("");
+                    trace.push_str(&format!("Test Case: {test}\n\n{tb}{}\n", "=".repeat(50)));
+                    if first_error.is_empty() {
+                        let last = tb
+                            .lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .trim();
+                        first_error = format!("{test}: {last}");
+                    }
+                }
+            }
+            write(
+                &dir.join(format!("complete_{i}_execution_trace.txt")),
+                &trace,
+            )?;
+        }
+        let passed = list.iter().filter(|r| status(r) == "pass").count();
+        let statuses: Vec<String> = list.iter().map(status).collect();
+        let first_error: String = first_error.replace('|', "\\|").chars().take(140).collect();
+        writeln!(
+            index,
+            "| [{task_id}]({task_id}/) | {passed}/{} | {} | {first_error} |",
+            list.len(),
+            statuses.join(" "),
+        )?;
+        tasks_written += 1;
+    }
+    writeln!(index, "\n{passed_tasks} of {total_tasks} tasks passed every sample; {tasks_written} listed above.")?;
+    write(&root.join("README.md"), &index)?;
+    println!(
+        "{tasks_written} tasks with failures written to {}",
+        root.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(path: &Path, content: &str) -> anyhow::Result<()> {
+    std::fs::write(path, content).with_context(|| format!("cannot write {}", path.display()))
 }
