@@ -8,6 +8,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod pool;
+mod process;
+mod sandbox;
+mod schedule;
+mod slot;
+
+pub use pool::PoolExecutor;
+pub use process::ProcessExecutor;
+pub use sandbox::{host_isolation, Isolation};
+
 /// One program to run: `code + "\n" + test`, executed as module `__test__`,
 /// then `TestCases` loaded and run with unittest.
 #[derive(Debug, Clone)]
@@ -116,4 +126,19 @@ pub trait Executor: Send + Sync {
     fn protections(&self) -> Vec<String> {
         Vec::new()
     }
+}
+
+/// Builds the executor named `kind`: `process` (fresh interpreter per sample) or `pool`
+/// (pre-warmed interpreters that fork one sandboxed child per sample).
+pub fn executor_for(kind: &str, cfg: ExecConfig) -> anyhow::Result<Box<dyn Executor>> {
+    match kind {
+        "process" => Ok(Box::new(ProcessExecutor::new(cfg)?)),
+        "pool" => Ok(Box::new(PoolExecutor::new(cfg)?)),
+        other => anyhow::bail!("unknown executor `{other}`: expected `pool` or `process`"),
+    }
+}
+
+/// The protections samples would get on this host with `cfg`, one line each.
+pub fn probe_protections(cfg: &ExecConfig) -> Vec<String> {
+    host_isolation().describe(cfg)
 }

@@ -1,0 +1,129 @@
+//! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
+
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::process::{run_cold, setup_failure, Base};
+use crate::sandbox::SlotCgroups;
+use crate::schedule::run_queue;
+use crate::slot::{slot_failure, verdict, Slot, SlotSpec, Verdict, PRELOAD};
+use crate::{ExecConfig, Executor, Job, Outcome};
+
+/// Fresh slot after this many samples (bounds any slow drift in the supervisor).
+const RECYCLE_AFTER: usize = 400;
+
+pub struct PoolExecutor {
+    base: Base,
+}
+
+impl PoolExecutor {
+    pub fn new(cfg: ExecConfig) -> Result<Self> {
+        Ok(PoolExecutor {
+            base: Base::new(cfg)?,
+        })
+    }
+}
+
+/// Tasks whose libraries must not be preloaded (huge, thread pools at import): cold path.
+pub fn needs_cold_path(job: &Job) -> bool {
+    const HEAVY: &[&str] = &["tensorflow", "torch", "keras", "jax"];
+    [&job.code, &job.test].iter().any(|src| {
+        src.lines().any(|line| {
+            let l = line.trim_start();
+            (l.starts_with("import ") || l.starts_with("from "))
+                && HEAVY.iter().any(|h| {
+                    l.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .any(|word| word == *h)
+                })
+        })
+    })
+}
+
+struct Worker {
+    warm: SlotSpec,
+    cold: SlotSpec,
+    slot: Option<Slot>,
+    _cgroups: SlotCgroups,
+}
+
+impl PoolExecutor {
+    fn worker(&self, w: usize) -> Result<Worker> {
+        let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
+        let mut cold = warm.clone();
+        cold.preload.clear();
+        cold.one_shot = true;
+        // Start warming now so the first sample does not wait on imports.
+        let slot = Slot::spawn(&warm)
+            .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
+            .ok();
+        Ok(Worker {
+            warm,
+            cold,
+            slot,
+            _cgroups: cgroups,
+        })
+    }
+
+    fn step(&self, w: &mut Worker, job: &Job) -> Outcome {
+        if needs_cold_path(job) {
+            return run_cold(&w.cold, job);
+        }
+        let start = Instant::now();
+        if w.slot
+            .as_ref()
+            .is_some_and(|s| s.dead || s.jobs_done >= RECYCLE_AFTER)
+        {
+            w.slot = None;
+        }
+        if w.slot.is_none() {
+            match Slot::spawn(&w.warm) {
+                Ok(s) => w.slot = Some(s),
+                Err(e) => {
+                    tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
+                    return run_cold(&w.cold, job);
+                }
+            }
+        }
+        let slot = w.slot.as_mut().expect("slot present");
+        match slot.run(job) {
+            Ok(msg) => match verdict(&msg, start.elapsed().as_secs_f64()) {
+                Verdict::Done(o) => o,
+                Verdict::Abnormal(first) => {
+                    let mut o = run_cold(&w.cold, job);
+                    let why = first.note.unwrap_or_default();
+                    o.note = Some(match o.note {
+                        Some(n) => format!("{n}; retried cold after: {why}"),
+                        None => format!("retried cold after: {why}"),
+                    });
+                    o.wall_secs = start.elapsed().as_secs_f64();
+                    o
+                }
+            },
+            Err(f) => {
+                w.slot = None;
+                slot_failure(&f, start.elapsed().as_secs_f64())
+            }
+        }
+    }
+}
+
+impl Executor for PoolExecutor {
+    fn name(&self) -> &'static str {
+        "pool"
+    }
+
+    fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
+        let make = |w: usize| self.worker(w);
+        let step = |state: &mut Result<Worker>, job: &Job| match state {
+            Ok(w) => self.step(w, job),
+            Err(e) => setup_failure(e),
+        };
+        run_queue(jobs, self.base.cfg.parallel, &make, &step, done);
+        Ok(())
+    }
+
+    fn protections(&self) -> Vec<String> {
+        self.base.iso.describe(&self.base.cfg)
+    }
+}

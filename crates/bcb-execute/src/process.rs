@@ -1,0 +1,181 @@
+//! Fresh interpreter per sample (the reference path; also the pool's cold path).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
+
+use crate::sandbox::{host_isolation, Isolation, SlotCgroups};
+use crate::schedule::run_queue;
+use crate::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict};
+use crate::{ExecConfig, Executor, Job, Outcome, Status};
+
+/// What both executors share: config, probed isolation, environment, a private work root.
+pub(crate) struct Base {
+    pub cfg: ExecConfig,
+    pub iso: Isolation,
+    pub env: Vec<(String, String)>,
+    root: tempfile::TempDir,
+}
+
+fn mplconfig_dir() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache
+        .join("bcb")
+        .join(format!("mplconfig-uid{}", unsafe { libc::geteuid() }))
+}
+
+impl Base {
+    pub fn new(cfg: ExecConfig) -> Result<Base> {
+        if !cfg.python.exists() {
+            bail!(
+                "evaluation Python {} does not exist (set BCB_PYTHON or --python)",
+                cfg.python.display()
+            );
+        }
+        let iso = host_isolation();
+        let mpl = mplconfig_dir();
+        std::fs::create_dir_all(&mpl)
+            .with_context(|| format!("cannot create {}", mpl.display()))?;
+        let env = sample_env(&cfg.python, &mpl);
+        warm_matplotlib_cache(&cfg.python, &env, &mpl)?;
+        let root = tempfile::Builder::new()
+            .prefix("bcb-exec-")
+            .tempdir()
+            .context("cannot create a work directory")?;
+        Ok(Base {
+            cfg,
+            iso,
+            env,
+            root,
+        })
+    }
+
+    /// The slot spec and cgroups for worker `w` (`tag` keeps pool and cold dirs apart).
+    pub fn spec(
+        &self,
+        tag: &str,
+        preload: &[&str],
+        one_shot: bool,
+    ) -> Result<(SlotSpec, SlotCgroups)> {
+        let workroot = self.root.path().join(tag);
+        std::fs::create_dir_all(&workroot)?;
+        let cgroups = SlotCgroups::create(&self.iso, &self.cfg, tag);
+        let spec = SlotSpec {
+            cfg: self.cfg.clone(),
+            iso: self.iso.clone(),
+            env: self.env.clone(),
+            preload: preload.iter().map(|s| s.to_string()).collect(),
+            cgroups: cgroups.dirs.clone(),
+            workroot,
+            one_shot,
+        };
+        Ok((spec, cgroups))
+    }
+}
+
+/// Matplotlib builds its font cache on first import (seconds); do it once, outside the
+/// sandbox, so sandboxed samples find it read-only.
+fn warm_matplotlib_cache(python: &Path, env: &[(String, String)], dir: &Path) -> Result<()> {
+    let has_cache = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("fontlist"))
+        })
+        .unwrap_or(false);
+    if has_cache {
+        return Ok(());
+    }
+    let status = Command::new(python)
+        .args(["-I", "-c", "import matplotlib.pyplot"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    if !status.success() {
+        tracing::warn!("`import matplotlib.pyplot` failed in {}", python.display());
+    }
+    Ok(())
+}
+
+/// Runs one job in a fresh harness process; never panics, always an outcome.
+pub(crate) fn run_cold(spec: &SlotSpec, job: &Job) -> Outcome {
+    let start = Instant::now();
+    let mut slot = match Slot::spawn(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            let mut details = Map::new();
+            details.insert("ALL".into(), Value::String(format!("bcb: {e:#}")));
+            return Outcome {
+                status: Status::Fail,
+                details,
+                test_secs: None,
+                wall_secs: start.elapsed().as_secs_f64(),
+                note: Some(format!("harness failed to start: {e:#}")),
+            };
+        }
+    };
+    let out = match slot.run(job) {
+        Ok(msg) => match verdict(&msg, start.elapsed().as_secs_f64()) {
+            Verdict::Done(o) | Verdict::Abnormal(o) => o,
+        },
+        Err(f) => slot_failure(&f, start.elapsed().as_secs_f64()),
+    };
+    drop(slot);
+    Outcome {
+        wall_secs: start.elapsed().as_secs_f64(),
+        ..out
+    }
+}
+
+/// One fresh Python process per sample, at most `parallel` at once.
+pub struct ProcessExecutor {
+    base: Base,
+}
+
+impl ProcessExecutor {
+    pub fn new(cfg: ExecConfig) -> Result<Self> {
+        Ok(ProcessExecutor {
+            base: Base::new(cfg)?,
+        })
+    }
+}
+
+impl Executor for ProcessExecutor {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
+        let make = |w: usize| self.base.spec(&format!("p{w}"), &[], true);
+        let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job| match state {
+            Ok((spec, _)) => run_cold(spec, job),
+            Err(e) => setup_failure(e),
+        };
+        run_queue(jobs, self.base.cfg.parallel, &make, &step, done);
+        Ok(())
+    }
+
+    fn protections(&self) -> Vec<String> {
+        self.base.iso.describe(&self.base.cfg)
+    }
+}
+
+pub(crate) fn setup_failure(e: &anyhow::Error) -> Outcome {
+    let mut details = Map::new();
+    details.insert("ALL".into(), Value::String(format!("bcb: {e:#}")));
+    Outcome {
+        status: Status::Fail,
+        details,
+        test_secs: None,
+        wall_secs: 0.0,
+        note: Some(format!("executor setup failed: {e:#}")),
+    }
+}

@@ -1,0 +1,468 @@
+//! One harness process ("slot"): spawned with a clean environment, driven over fds 3/4.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Map, Value};
+
+use crate::sandbox::Isolation;
+use crate::{ExecConfig, Job, Outcome, Status};
+
+pub(crate) const HARNESS: &str = include_str!("../python/harness.py");
+
+/// Modules a pool slot imports once (thread counts are forced to 1 by the environment first).
+pub(crate) const PRELOAD: &[&str] = &[
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "scipy",
+    "scipy.stats",
+    "sklearn",
+    "sklearn.model_selection",
+    "sklearn.linear_model",
+    "sklearn.preprocessing",
+    "seaborn",
+    "statsmodels.api",
+    "requests",
+    "bs4",
+    "PIL.Image",
+    "nltk",
+    "unittest.mock",
+    "ctypes",
+    "select",
+];
+
+/// Parent variables a sample may see (nothing that could hold a secret).
+const ENV_ALLOW: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE", "LANGUAGE", "TERM"];
+
+/// The environment of every harness process: an allow-list plus what tasks need.
+pub(crate) fn sample_env(python: &Path, mplconfig: &Path) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = ENV_ALLOW
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "LANG") {
+        env.push(("LANG".into(), "C.UTF-8".into()));
+    }
+    // The eval env's bin first, so `python` / console scripts in tasks resolve to it.
+    let mut path = String::new();
+    if let Some(bin) = python.parent() {
+        path.push_str(&bin.to_string_lossy());
+        path.push(':');
+    }
+    path.push_str("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    env.push(("PATH".into(), path));
+    for (k, v) in [
+        ("TZ", "UTC"),
+        ("OMP_NUM_THREADS", "1"),
+        ("OPENBLAS_NUM_THREADS", "1"),
+        ("MKL_NUM_THREADS", "1"),
+        ("NUMEXPR_NUM_THREADS", "1"),
+        ("VECLIB_MAXIMUM_THREADS", "1"),
+        ("TF_CPP_MIN_LOG_LEVEL", "3"),
+        ("TF_ENABLE_ONEDNN_OPTS", "0"),
+        ("MPLBACKEND", "Agg"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        ("PYTHONIOENCODING", "utf-8"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    env.push((
+        "MPLCONFIGDIR".into(),
+        mplconfig.to_string_lossy().into_owned(),
+    ));
+    env
+}
+
+/// Everything a slot needs besides the job.
+#[derive(Clone)]
+pub(crate) struct SlotSpec {
+    pub cfg: ExecConfig,
+    pub iso: Isolation,
+    pub env: Vec<(String, String)>,
+    pub preload: Vec<String>,
+    pub cgroups: Vec<PathBuf>,
+    pub workroot: PathBuf,
+    pub one_shot: bool,
+}
+
+enum Event {
+    Msg(Value),
+    Closed,
+}
+
+pub(crate) struct Slot {
+    child: Child,
+    ctrl: File,
+    events: Receiver<Event>,
+    stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    pub jobs_done: usize,
+    pub dead: bool,
+}
+
+fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("pipe2");
+    }
+    unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
+}
+
+/// How long a slot may take to import its preloads and say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(300);
+/// Extra time past the supervisor's own kill deadline before the slot itself is killed.
+const SLOT_SLACK: Duration = Duration::from_secs(15);
+
+impl Slot {
+    pub fn spawn(spec: &SlotSpec) -> Result<Slot> {
+        let (job_r, job_w) = cloexec_pipe()?;
+        let (ev_r, ev_w) = cloexec_pipe()?;
+        let mut cmd = Command::new(&spec.cfg.python);
+        cmd.arg("-I")
+            .arg("-c")
+            .arg(HARNESS)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.workroot)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let (jr, ew) = (job_r.as_raw_fd(), ev_w.as_raw_fd());
+        unsafe {
+            cmd.pre_exec(move || {
+                // Move the control pipes to fds 3 and 4 (dup2 clears close-on-exec).
+                let a = libc::fcntl(jr, libc::F_DUPFD_CLOEXEC, 10);
+                let b = libc::fcntl(ew, libc::F_DUPFD_CLOEXEC, 10);
+                if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Own session: the whole slot can be killed as a group.
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", spec.cfg.python.display()))?;
+        drop(job_r);
+        drop(ev_w);
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let tail = stderr_tail.clone();
+            std::thread::spawn(move || {
+                // Drain forever, keep the last few KB for error messages.
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = std::io::Read::read(&mut err, &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut t = tail.lock().unwrap();
+                    t.extend(&buf[..n]);
+                    while t.len() > 8192 {
+                        t.pop_front();
+                    }
+                }
+            });
+        }
+        let (tx, rx) = mpsc::channel();
+        let ev_file = File::from(ev_r);
+        std::thread::spawn(move || {
+            let reader = BufReader::new(ev_file);
+            for line in reader.split(b'\n') {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+                    if tx.send(Event::Msg(v)).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send(Event::Closed);
+        });
+        let mut slot = Slot {
+            child,
+            ctrl: File::from(job_w),
+            events: rx,
+            stderr_tail,
+            jobs_done: 0,
+            dead: false,
+        };
+        let mut limits = serde_json::to_value(&spec.cfg.limits)?;
+        limits["kill_grace_secs"] = json!(spec.cfg.limits.kill_grace.as_secs_f64());
+        limits["tmpfs_mb"] = json!(if spec.cfg.limits.memory_mb > 0 {
+            spec.cfg.limits.memory_mb
+        } else {
+            1024
+        });
+        let config = json!({
+            "isolation": spec.iso,
+            "limits": limits,
+            "env": spec.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<Map<String, Value>>(),
+            "preload": spec.preload,
+            "cgroups": spec.cgroups,
+            "workroot": spec.workroot,
+            "one_shot": spec.one_shot,
+        });
+        slot.send(&config)?;
+        match slot.events.recv_timeout(READY_TIMEOUT) {
+            Ok(Event::Msg(m)) if m["event"] == "ready" => {
+                if let Some(failed) = m["preload_failed"].as_array() {
+                    if !failed.is_empty() {
+                        tracing::debug!("slot preload failures: {failed:?}");
+                    }
+                }
+                Ok(slot)
+            }
+            _ => {
+                let tail = slot.stderr();
+                slot.kill();
+                bail!("execution harness did not start: {tail}")
+            }
+        }
+    }
+
+    fn send(&mut self, v: &Value) -> Result<()> {
+        let mut line = serde_json::to_vec(v)?;
+        line.push(b'\n');
+        self.ctrl.write_all(&line).context("harness control pipe")?;
+        Ok(())
+    }
+
+    pub fn stderr(&self) -> String {
+        let t = self.stderr_tail.lock().unwrap();
+        let (a, b) = t.as_slices();
+        let mut s = String::from_utf8_lossy(a).into_owned();
+        s.push_str(&String::from_utf8_lossy(b));
+        s.trim().to_string()
+    }
+
+    /// Kills the slot's whole process group and reaps it.
+    pub fn kill(&mut self) {
+        let pid = self.child.id() as i32;
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        self.dead = true;
+    }
+
+    /// Runs one job; `Err` means the slot itself is unusable (it has been killed).
+    pub fn run(&mut self, job: &Job) -> Result<Value, SlotFailure> {
+        let start = Instant::now();
+        self.send(&json!({
+            "key": job.key,
+            "code": job.code,
+            "test": job.test,
+            "time_limit": job.time_limit.as_secs_f64(),
+        }))
+        .map_err(|e| {
+            self.kill();
+            SlotFailure {
+                message: e.to_string(),
+                timed_out: false,
+            }
+        })?;
+        let limit = job.time_limit + SLOT_SLACK + Duration::from_secs(5);
+        let mut sample_pid: Option<i32> = None;
+        loop {
+            let left = limit.saturating_sub(start.elapsed());
+            match self.events.recv_timeout(left) {
+                Ok(Event::Msg(m)) => match m["event"].as_str() {
+                    Some("started") => sample_pid = m["pid"].as_i64().map(|p| p as i32),
+                    Some("result") => {
+                        self.jobs_done += 1;
+                        return Ok(m);
+                    }
+                    _ => {}
+                },
+                Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(p) = sample_pid {
+                        unsafe { libc::kill(p, libc::SIGKILL) };
+                    }
+                    let tail = self.stderr();
+                    self.kill();
+                    return Err(SlotFailure {
+                        message: format!("sandbox supervisor died during the sample {tail}"),
+                        timed_out: false,
+                    });
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(p) = sample_pid {
+                        unsafe { libc::kill(p, libc::SIGKILL) };
+                    }
+                    self.kill();
+                    return Err(SlotFailure {
+                        message: "sandbox supervisor unresponsive past the time limit".into(),
+                        timed_out: true,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if !self.dead {
+            let _ = self.send(&json!({"op": "exit"}));
+            // Give it a moment to exit cleanly, then make sure.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    self.dead = true;
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            self.kill();
+        }
+    }
+}
+
+/// How a result message should be treated.
+pub(crate) enum Verdict {
+    Done(Outcome),
+    /// The forked run died abnormally (not its own doing as far as we can tell): retry cold.
+    Abnormal(Outcome),
+}
+
+fn s(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_default()
+}
+
+/// Turns the supervisor's result message into an [`Outcome`] with upstream's verdict rules
+/// plus the integrity checks.
+pub(crate) fn verdict(msg: &Value, wall: f64) -> Verdict {
+    let mut out = Outcome {
+        status: Status::Timeout,
+        details: Map::new(),
+        test_secs: None,
+        wall_secs: wall,
+        note: None,
+    };
+    let report = &msg["report"];
+    if let Some(err) = report.get("harness_error") {
+        out.status = Status::Fail;
+        out.note = Some(format!("harness error: {}", s(err)));
+        return Verdict::Abnormal(out);
+    }
+    if report.is_object() {
+        if let Some(d) = report["details"].as_object() {
+            out.details = d.clone();
+        }
+        out.test_secs = report["test_secs"].as_f64();
+        let status = s(&report["status"]);
+        let mut problem: Option<String> = None;
+        if let Some(p) = msg["integrity"].as_str() {
+            problem = Some(p.to_string());
+        }
+        if let Some(p) = report["integrity"].as_str() {
+            problem = Some(p.to_string());
+        }
+        if status == "pass" && problem.is_none() {
+            if let Some(expected) = msg["expected"].as_array() {
+                let mut want: Vec<String> = expected.iter().map(s).collect();
+                let mut got: Vec<String> = report["ran"]
+                    .as_array()
+                    .map(|a| a.iter().map(s).collect())
+                    .unwrap_or_default();
+                want.sort();
+                got.sort();
+                if want != got {
+                    problem = Some(format!(
+                        "expected results for {} tests ({}), got {}",
+                        want.len(),
+                        want.join(", "),
+                        got.len()
+                    ));
+                }
+            }
+        }
+        out.status = match status.as_str() {
+            "pass" if out.details.is_empty() && problem.is_none() => Status::Pass,
+            "pass" | "fail" => Status::Fail,
+            _ => Status::Timeout,
+        };
+        if let Some(p) = problem {
+            if out.details.is_empty() {
+                out.details.insert(
+                    "ALL".into(),
+                    Value::String(format!("bcb: result integrity check failed: {p}")),
+                );
+            }
+            out.note = Some(format!("integrity: {p}"));
+        }
+        if out.status == Status::Timeout && out.note.is_none() {
+            out.note = Some("time limit reached (in-sample alarm)".into());
+        }
+        if report["skipped"].as_u64().unwrap_or(0) > 0 && out.note.is_none() {
+            out.note = Some(format!("{} test(s) skipped", report["skipped"]));
+        }
+        return Verdict::Done(out);
+    }
+    // No report: killed or exited before reporting.
+    if msg["killed_at_deadline"].as_bool() == Some(true) {
+        out.note = Some("killed at time limit + grace".into());
+        return Verdict::Done(out);
+    }
+    if msg["oom_killed"].as_bool() == Some(true) {
+        out.note = Some("killed by the memory limit".into());
+        return Verdict::Done(out);
+    }
+    if let Some(sig) = msg["signal"].as_i64() {
+        // Upstream reports any death before the verdict as timeout.
+        out.note = Some(format!("killed by signal {sig} before reporting"));
+        return Verdict::Abnormal(out);
+    }
+    let code = msg["exit_code"].as_i64().unwrap_or(-1);
+    if (70..=72).contains(&code) {
+        out.note = Some(format!(
+            "harness failed in the sample process (exit {code})"
+        ));
+        return Verdict::Abnormal(out);
+    }
+    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
+    out.status = Status::Fail;
+    out.details.insert(
+        "ALL".into(),
+        Value::String(format!(
+            "bcb: the sample's process exited with code {code} before the tests reported"
+        )),
+    );
+    out.note = Some(format!("early exit (code {code})"));
+    Verdict::Done(out)
+}
+
+/// Why a slot could not deliver a result (it has been killed).
+#[derive(Debug)]
+pub(crate) struct SlotFailure {
+    pub message: String,
+    pub timed_out: bool,
+}
+
+/// Outcome for a job whose slot died or hung.
+pub(crate) fn slot_failure(err: &SlotFailure, wall: f64) -> Outcome {
+    let mut details = Map::new();
+    let status = if err.timed_out {
+        Status::Timeout
+    } else {
+        details.insert("ALL".into(), Value::String(format!("bcb: {}", err.message)));
+        Status::Fail
+    };
+    Outcome {
+        status,
+        details,
+        test_secs: None,
+        wall_secs: wall,
+        note: Some(err.message.clone()),
+    }
+}

@@ -1,0 +1,105 @@
+//! Verdict semantics of bigcodebench 0.2.5 on real tasks with the real eval interpreter,
+//! for both executors.
+
+mod common;
+
+use std::process::Command;
+
+use bcb_execute::Status;
+use common::*;
+
+fn syntax_error_text(python: &std::path::Path, code: &str) -> String {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys\ntry:\n    compile(sys.argv[1], '__test__.py', 'exec')\nexcept SyntaxError as e:\n    print(str(e))",
+            code,
+        ])
+        .output()
+        .expect("python");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn semantics(kind: &str) {
+    let Some(py) = python() else { return };
+    let ds = dataset();
+    let mut jobs = Vec::new();
+    let canon = ["BigCodeBench/1", "BigCodeBench/2", "BigCodeBench/13"];
+    for (i, id) in canon.iter().enumerate() {
+        let t = ds.get(id).unwrap();
+        let code = format!("{}\n{}", t.complete_prompt, t.canonical_solution);
+        jobs.push(job(i, id, &code, &t.test, 60.0));
+    }
+    let t1 = ds.get("BigCodeBench/1").unwrap();
+    // 10: wrong answer; 11: module raises; 12: syntax error; 13: infinite loop.
+    jobs.push(job(
+        10,
+        &t1.task_id,
+        "def task_func(length=100):\n    return 'x'\n",
+        &t1.test,
+        60.0,
+    ));
+    jobs.push(job(
+        11,
+        &t1.task_id,
+        "raise ValueError('boom at import')\n",
+        &t1.test,
+        60.0,
+    ));
+    let bad = "def task_func(:\n    pass\n";
+    jobs.push(job(12, &t1.task_id, bad, &t1.test, 60.0));
+    jobs.push(job(
+        13,
+        "loop",
+        "def task_func():\n    while True:\n        pass\n",
+        ONE_TEST,
+        3.0,
+    ));
+    let out = run(kind, config(py.clone(), 2), jobs);
+
+    for i in 0..canon.len() {
+        let o = &out[&i];
+        assert_eq!(o.status, Status::Pass, "{kind} {}: {o:?}", canon[i]);
+        assert!(o.details.is_empty());
+        assert!(o.test_secs.is_some());
+    }
+    let o = &out[&10];
+    assert_eq!(o.status, Status::Fail, "{o:?}");
+    let (name, trace) = o.details.iter().next().expect("a failing test");
+    assert!(
+        name.starts_with("test_"),
+        "details key is the test method: {name}"
+    );
+    let trace = trace.as_str().unwrap();
+    assert!(
+        trace.starts_with("Traceback (most recent call last):"),
+        "{trace}"
+    );
+    assert!(trace.contains("__test__.py"), "{trace}");
+
+    let o = &out[&11];
+    assert_eq!(o.status, Status::Fail);
+    assert_eq!(o.details.len(), 1);
+    assert_eq!(o.details["ALL"], "boom at import");
+
+    let o = &out[&12];
+    assert_eq!(o.status, Status::Fail);
+    let want = syntax_error_text(&py, &format!("{bad}\n{}", t1.test));
+    assert!(want.contains("__test__.py, line 1"), "{want}");
+    assert_eq!(o.details["ALL"], want.as_str());
+
+    let o = &out[&13];
+    assert_eq!(o.status, Status::Timeout, "{o:?}");
+    // alarm at 3 s + 1 s grace, plus start-up of a cold interpreter
+    assert!(o.wall_secs < 3.0 + 1.0 + 15.0, "{o:?}");
+}
+
+#[test]
+fn process_executor_matches_upstream_verdicts() {
+    semantics("process");
+}
+
+#[test]
+fn pool_executor_matches_upstream_verdicts() {
+    semantics("pool");
+}
