@@ -11,4 +11,4 @@ pub mod run;
 
 pub use ground_truth::{GroundTruth, GtEntry, GtOptions};
 pub use progress::Progress;
-pub use run::{evaluate_samples, EvalOptions, EvalReport};
+pub use run::{evaluate_samples, EvalOptions, EvalReport, PreparedSamples};

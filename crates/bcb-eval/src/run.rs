@@ -47,6 +47,30 @@ pub struct EvalReport {
     pub loaded_existing: bool,
 }
 
+/// Samples read, checked against the dataset, and turned into the programs to execute.
+pub struct PreparedSamples {
+    pub path: PathBuf,
+    work: Vec<Work>,
+}
+
+impl PreparedSamples {
+    /// Reads `path` and builds each executed program; errors name the file and line.
+    pub fn read(dataset: &Dataset, path: &Path, calibrated: bool) -> anyhow::Result<Self> {
+        Ok(PreparedSamples {
+            path: path.to_path_buf(),
+            work: prepare(dataset, path, calibrated)?,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.work.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.work.is_empty()
+    }
+}
+
 /// One sample ready to run.
 struct Work {
     task_id: String,
@@ -84,11 +108,12 @@ pub fn journal_path(results_path: &Path) -> PathBuf {
 
 pub fn evaluate_samples(
     dataset: &Dataset,
-    samples_path: &Path,
+    samples: &PreparedSamples,
     executor: &dyn Executor,
     gt: &GroundTruth,
     opts: &EvalOptions,
 ) -> anyhow::Result<EvalReport> {
+    let samples_path = samples.path.as_path();
     let results_path = eval_results_path(samples_path);
     let pass_path = pass_at_k_path(&results_path);
     let task_ids: Vec<&str> = dataset.tasks().iter().map(|t| t.task_id.as_str()).collect();
@@ -105,8 +130,8 @@ pub fn evaluate_samples(
         }
         EvalResults::load(&results_path)?
     } else {
-        let work = prepare(dataset, samples_path, opts)?;
-        let key = journal_key(&work, opts);
+        let work = &samples.work;
+        let key = journal_key(work, opts);
         let (records, journal) = open_journal(&journal_path(&results_path), &key)?;
         let mut done: HashMap<usize, JournalRecord> = HashMap::new();
         for r in records {
@@ -120,14 +145,14 @@ pub fn evaluate_samples(
         resumed = done.len();
         let todo: Vec<usize> = (0..work.len()).filter(|i| !done.contains_key(i)).collect();
         executed = todo.len();
-        let fresh = run_work(dataset, &work, &todo, executor, gt, opts, journal, resumed)?;
+        let fresh = run_work(dataset, work, &todo, executor, gt, opts, journal, resumed)?;
         for r in fresh {
             done.insert(r.i, r);
         }
         if opts.force && results_path.exists() {
             backup(&results_path)?;
         }
-        let results = assemble(dataset, &work, &done);
+        let results = assemble(dataset, work, &done);
         write_atomic(&results_path, &results)?;
         // The journal is redundant once the results file is complete.
         let _ = std::fs::remove_file(journal_path(&results_path));
@@ -186,7 +211,7 @@ pub fn evaluate_samples(
 fn prepare(
     dataset: &Dataset,
     samples_path: &Path,
-    opts: &EvalOptions,
+    calibrated: bool,
 ) -> anyhow::Result<Vec<Work>> {
     let samples = read_samples(samples_path)?;
     let mut per_task: HashMap<&str, usize> = HashMap::new();
@@ -209,7 +234,7 @@ fn prepare(
             SampleBody::Solution(s) => s.clone(),
             SampleBody::Completion(c) => format!("{}{}", task.complete_prompt, c),
         };
-        if opts.calibrated {
+        if calibrated {
             solution = format!("{}\n    pass\n{}", task.code_prompt, solution);
         }
         let n = per_task.entry(task.task_id.as_str()).or_default();

@@ -150,6 +150,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !ids.is_empty() {
         ds.retain_ids(&ids)?;
     }
+    // Read and check the samples before starting anything expensive.
+    let prepared = match &samples {
+        Some(path) => Some(bcb_eval::PreparedSamples::read(&ds, path, calibrated)?),
+        None => None,
+    };
     let python = pyenv::resolve_python(args.python.as_deref())?;
     let parallel = if args.parallel < 1 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -212,10 +217,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_gt(&gt, &task_ids);
         return Ok(ExitCode::SUCCESS);
     }
-    let samples = samples.expect("checked above");
+    let prepared = prepared.expect("samples are required unless --check-gt-only");
     let report = bcb_eval::evaluate_samples(
         &ds,
-        &samples,
+        &prepared,
         executor.as_ref(),
         &gt,
         &EvalOptions {

@@ -1,0 +1,92 @@
+//! Shared helpers for the `bcb evaluate` end-to-end tests: the real dataset, the real eval
+//! env, a private cache per test, and a way to run the binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Env {
+    pub python: PathBuf,
+    pub dataset_dir: PathBuf,
+    pub cache: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+}
+
+/// The real dataset and Python env, or `None` (with a message) when they are not set up.
+/// With `BCB_REQUIRE_PYTHON=1` (CI) a missing dependency fails the test instead.
+pub fn env() -> Option<Env> {
+    let required = std::env::var("BCB_REQUIRE_PYTHON").is_ok_and(|v| v == "1");
+    let python = std::env::var_os("BCB_PYTHON").map(PathBuf::from);
+    let dataset_dir = std::env::var_os("BCB_DATASET_DIR").map(PathBuf::from);
+    match (python, dataset_dir) {
+        (Some(p), Some(d)) if p.exists() && d.is_dir() => Some(Env {
+            python: p,
+            dataset_dir: d,
+            cache: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }),
+        _ if required => panic!("BCB_PYTHON and BCB_DATASET_DIR must point at the eval env and dataset"),
+        _ => {
+            eprintln!("SKIP: set BCB_PYTHON (eval env python) and BCB_DATASET_DIR to run this test");
+            None
+        }
+    }
+}
+
+impl Env {
+    /// `bcb` with this test's cache and the real data and env.
+    pub fn bcb(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bcb"));
+        cmd.env("BCB_CACHE_DIR", self.cache.path())
+            .env("BCB_DATASET_DIR", &self.dataset_dir)
+            .env("BCB_PYTHON", &self.python)
+            .env("BCB_OFFLINE", "1")
+            .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
+            .env_remove("BIGCODEBENCH_TIMEOUT_PER_TASK");
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.bcb().args(args).output().expect("bcb runs");
+        eprintln!(
+            "$ bcb {}\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+
+    /// Task rows from the real dataset.
+    pub fn task(&self, id: &str) -> serde_json::Value {
+        let ds = bcb_dataset::Dataset::from_file(
+            &self.dataset_dir.join("bigcodebench-v0.1.4.jsonl.gz"),
+            bcb_dataset::Subset::Full,
+            "v0.1.4",
+        )
+        .unwrap();
+        serde_json::to_value(ds.get(id).expect("task exists")).unwrap()
+    }
+}
+
+pub fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
+    let mut s = String::new();
+    for r in rows {
+        s.push_str(&serde_json::to_string(r).unwrap());
+        s.push('\n');
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}

@@ -1,0 +1,247 @@
+//! End-to-end tests of `bcb evaluate` on real tasks, in the real eval env.
+
+mod evalkit;
+
+use std::time::{Duration, Instant};
+
+use evalkit::{read_json, stderr, write_jsonl};
+use serde_json::{json, Value};
+
+/// Fast tasks with light (0, 4) and heavy (9: pandas/seaborn) imports.
+const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
+
+fn canonical(env: &evalkit::Env, id: &str) -> String {
+    let t = env.task(id);
+    format!("{}\n{}", t["complete_prompt"].as_str().unwrap(), t["canonical_solution"].as_str().unwrap())
+}
+
+const WRONG: &str = "def task_func(*args, **kwargs):\n    return None\n";
+
+#[test]
+fn canonical_samples_pass_and_files_match_upstream_schema() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated.jsonl");
+    let mut rows = Vec::new();
+    for id in TASKS {
+        let t = env.task(id);
+        rows.push(json!({"task_id": id, "solution": canonical(&env, id)}));
+        // The completion form: the prompt is prepended.
+        rows.push(json!({"task_id": id, "completion": t["canonical_solution"]}));
+    }
+    write_jsonl(&samples, &rows);
+    let ids = "0,4,9";
+    let out = env.run(&["evaluate", "--split", "complete", "--ids", ids, "--samples", samples.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let results_path = env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_eval_results.json");
+    let pass_path = env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_pass_at_k.json");
+    let results = read_json(&results_path);
+    assert_eq!(results.as_object().unwrap().keys().collect::<Vec<_>>(), ["date", "eval"]);
+    assert_eq!(results["date"].as_str().unwrap().len(), "2026-11-30 10:00".len());
+    for id in TASKS {
+        let list = results["eval"][id].as_array().unwrap();
+        assert_eq!(list.len(), 2, "{id}");
+        let code_prompt = env.task(id)["code_prompt"].as_str().unwrap().to_string();
+        for r in list {
+            assert_eq!(r.as_object().unwrap().keys().collect::<Vec<_>>(), ["task_id", "solution", "status", "details"]);
+            assert_eq!(r["task_id"], id);
+            assert_eq!(r["status"], "pass", "{id}: {}", r["details"]);
+            assert_eq!(r["details"], json!({}));
+            // Calibrated: the executed code starts with the code prompt and a stub body.
+            let sol = r["solution"].as_str().unwrap();
+            assert!(sol.starts_with(&format!("{code_prompt}\n    pass\n")), "{id}");
+        }
+    }
+    let pk = read_json(&pass_path);
+    assert_eq!(
+        pk.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["pass@1", "model", "split", "subset", "calibrated", "gt_pass_rate", "failed_tasks"]
+    );
+    assert_eq!(pk["pass@1"], 1.0);
+    assert_eq!(pk["model"], "m--main");
+    assert_eq!(pk["split"], "complete");
+    assert_eq!(pk["subset"], "full");
+    assert_eq!(pk["calibrated"], true);
+    assert_eq!(pk["gt_pass_rate"], 1.0);
+    assert_eq!(pk["failed_tasks"], json!([]));
+
+    // Python reads both files with json.load and sees upstream's types.
+    let check = std::process::Command::new(&env.python)
+        .arg("-c")
+        .arg(
+            "import json,sys\n\
+             r=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2]))\n\
+             assert isinstance(r['date'],str) and isinstance(r['eval'],dict)\n\
+             for k,v in r['eval'].items():\n\
+               for s in v: assert set(s)=={'task_id','solution','status','details'} and s['status'] in ('pass','fail','timeout') and isinstance(s['details'],dict)\n\
+             assert isinstance(p['pass@1'],float) and isinstance(p['calibrated'],bool) and isinstance(p['failed_tasks'],list)\n\
+             print('ok')",
+        )
+        .arg(&results_path)
+        .arg(&pass_path)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&check.stderr));
+
+    // A second run loads the results (as upstream) instead of executing again.
+    let again = env.run(&["evaluate", "--ids", ids, "--samples", samples.to_str().unwrap()]);
+    assert!(again.status.success());
+    assert!(stderr(&again).contains("Loading previous results"), "{}", stderr(&again));
+}
+
+#[test]
+fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("bad.jsonl");
+    write_jsonl(
+        &samples,
+        &[
+            json!({"task_id": "BigCodeBench/0", "solution": WRONG}),
+            json!({"task_id": "BigCodeBench/0", "solution": "raise RuntimeError('boom')\n"}),
+            json!({"task_id": "BigCodeBench/0", "solution": "def task_func(*args, **kwargs):\n    while True:\n        pass\n"}),
+            json!({"task_id": "BigCodeBench/0", "solution": "def task_func(:\n    return 1\n"}),
+            json!({"task_id": "BigCodeBench/4", "solution": canonical(&env, "BigCodeBench/4")}),
+        ],
+    );
+    let start = Instant::now();
+    // --timeout 2: the limit becomes max(2, min-time-limit, GT time) + 1 = 3 s for these tasks.
+    let out = env.run(&["evaluate", "--ids", "0,4", "--timeout", "2", "--pass-k", "1", "--samples", samples.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = read_json(&env.path("bad_eval_results.json"));
+    let r0 = results["eval"]["BigCodeBench/0"].as_array().unwrap();
+    let status: Vec<&str> = r0.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["fail", "fail", "timeout", "fail"]);
+
+    // Wrong answer: per-test unittest tracebacks, keyed by test method name.
+    let wrong = r0[0]["details"].as_object().unwrap();
+    assert!(!wrong.is_empty());
+    for (name, trace) in wrong {
+        assert!(name.starts_with("test_"), "{name}");
+        assert!(trace.as_str().unwrap().starts_with("Traceback (most recent call last):"), "{trace}");
+    }
+    // Module-level exception: ALL = str(exception).
+    assert_eq!(r0[1]["details"], json!({"ALL": "boom"}));
+    // Syntax error: ALL = str(SyntaxError), naming the module file.
+    let syntax = r0[3]["details"]["ALL"].as_str().unwrap();
+    assert!(syntax.contains("(__test__.py, line"), "{syntax}");
+    // The run went on after the bad samples.
+    assert_eq!(results["eval"]["BigCodeBench/4"][0]["status"], "pass");
+    // Nothing waited for upstream's 241 s limit (a loose bound; not a speed target).
+    assert!(start.elapsed() < Duration::from_secs(200), "{:?}", start.elapsed());
+    let pk = read_json(&env.path("bad_pass_at_k.json"));
+    assert_eq!(pk["pass@1"], json!(0.5)); // task 0: 0/4, task 4: 1/1
+}
+
+#[test]
+fn pass_at_k_matches_the_estimator_for_five_samples() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("five.jsonl");
+    let good0 = canonical(&env, "BigCodeBench/0");
+    let mut rows = Vec::new();
+    // Task 0: c = 2 of n = 5; task 4: c = 0 of 5.
+    for i in 0..5 {
+        let sol = if i == 1 || i == 3 { good0.clone() } else { WRONG.to_string() };
+        rows.push(json!({"task_id": "BigCodeBench/0", "solution": sol}));
+        rows.push(json!({"task_id": "BigCodeBench/4", "solution": WRONG}));
+    }
+    write_jsonl(&samples, &rows);
+    let out = env.run(&["evaluate", "--ids", "0,4", "--no-gt", "--pass-k", "1,2,5,10", "--samples", samples.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pk = read_json(&env.path("five_pass_at_k.json"));
+    // pass@k(n=5,c=2) = 1 - C(3,k)/C(5,k): k=1 0.4, k=2 0.7, k=5 1.0; task 4 gives 0.
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-12;
+    assert!(close(&pk["pass@1"], 0.2), "{pk}");
+    assert!(close(&pk["pass@2"], 0.35), "{pk}");
+    assert!(close(&pk["pass@5"], 0.5), "{pk}");
+    assert!(pk.get("pass@10").is_none(), "k > n must not be reported: {pk}");
+    // --no-gt: upstream reports 0.0 and every task as failed.
+    assert_eq!(pk["gt_pass_rate"], 0.0);
+    assert_eq!(pk["failed_tasks"], json!(["BigCodeBench/0", "BigCodeBench/4"]));
+}
+
+#[test]
+fn broken_samples_files_name_file_and_line() {
+    let Some(env) = evalkit::env() else { return };
+    let good = json!({"task_id": "BigCodeBench/0", "solution": "x = 1"}).to_string();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("badjson.jsonl", format!("{good}\n{{\"task_id\": \n").into_bytes(), "badjson.jsonl:2: not a JSON object"),
+        ("unknown.jsonl", format!("{good}\n{}\n", json!({"task_id": "BigCodeBench/99999", "solution": "x"})).into_bytes(), "unknown.jsonl:2: unknown task id `BigCodeBench/99999`"),
+        ("nosolution.jsonl", format!("{}\n", json!({"task_id": "BigCodeBench/0"})).into_bytes(), "nosolution.jsonl:1: sample for BigCodeBench/0 has neither"),
+        ("latin1.jsonl", [format!("{good}\n").into_bytes(), b"{\"task_id\": \"BigCodeBench/0\", \"solution\": \"caf\xe9\"}\n".to_vec()].concat(), "latin1.jsonl:2: not valid UTF-8"),
+    ];
+    for (name, content, expected) in cases {
+        let path = env.path(name);
+        std::fs::write(&path, content).unwrap();
+        let out = env.run(&["evaluate", "--ids", "0", "--samples", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = stderr(&out);
+        assert!(err.contains(expected), "expected {expected:?} in {err}");
+        // Nothing was written next to the broken file.
+        assert!(!env.path(&name.replace(".jsonl", "_eval_results.json")).exists());
+    }
+    // Samples missing for a selected task: a clear error with the way out.
+    let path = env.path("missing.jsonl");
+    std::fs::write(&path, format!("{good}\n")).unwrap();
+    let out = env.run(&["evaluate", "--ids", "0,4", "--samples", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no samples for 1 of the 2 tasks"), "{}", stderr(&out));
+}
+
+#[test]
+fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run() {
+    let Some(env) = evalkit::env() else { return };
+    let mut rows = Vec::new();
+    for id in TASKS {
+        for i in 0..4 {
+            let sol = if i % 2 == 0 { canonical(&env, id) } else { WRONG.to_string() };
+            rows.push(json!({"task_id": id, "solution": sol}));
+        }
+    }
+    let killed = env.path("killed.jsonl");
+    let whole = env.path("whole.jsonl");
+    write_jsonl(&killed, &rows);
+    write_jsonl(&whole, &rows);
+    let args = |p: &std::path::Path| {
+        vec!["evaluate".to_string(), "--ids".into(), "0,4,9".into(), "--no-gt".into(), "--parallel".into(), "1".into(), "--samples".into(), p.to_str().unwrap().into()]
+    };
+
+    let journal = env.path("killed_eval_results.json.partial.jsonl");
+    let mut child = env.bcb().args(args(&killed)).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Wait until some but not all samples are journaled (header line + records).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let done_before_kill = loop {
+        let n = std::fs::read_to_string(&journal).map(|s| s.lines().count()).unwrap_or(0);
+        if n >= 1 + 4 {
+            break n - 1;
+        }
+        assert!(Instant::now() < deadline, "no progress in the journal");
+        assert!(child.try_wait().unwrap().is_none(), "bcb ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!env.path("killed_eval_results.json").exists());
+
+    let out = env.bcb().args(args(&killed)).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // The resumed run executed only what was missing.
+    let resumed: usize = err
+        .split_once("already done, resuming")
+        .and_then(|(head, _)| head.rsplit('(').next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no resume line in {err}"));
+    assert!(resumed >= done_before_kill && resumed < 12, "resumed {resumed}, journaled {done_before_kill}");
+    assert!(err.contains(&format!("evaluate: {} to run", 12 - resumed)), "{err}");
+    assert!(!journal.exists(), "journal removed once results are complete");
+
+    let out = env.bcb().args(args(&whole)).output().unwrap();
+    assert!(out.status.success());
+    let a = read_json(&env.path("killed_eval_results.json"));
+    let b = read_json(&env.path("whole_eval_results.json"));
+    assert_eq!(a["eval"], b["eval"]);
+    let pa = read_json(&env.path("killed_pass_at_k.json"));
+    let mut pb = read_json(&env.path("whole_pass_at_k.json"));
+    pb["model"] = pa["model"].clone();
+    assert_eq!(pa, pb);
+}
