@@ -37,25 +37,25 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest wait we accept from a `Retry-After` header.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
 
-/// What to do when the hub cannot be used; appended to every download error.
-const HINT: &str = "to run without the hub, pass --dataset FILE, or set BCB_DATASET_DIR to a \
-directory holding bigcodebench[-hard]-VERSION.jsonl[.gz]; --offline then never touches the network";
-
 /// Fetches `url` and writes the rows as JSONL to `dest` (atomically).
 pub fn download_to(url: &str, dest: &Path) -> Result<(), DatasetError> {
     let started = Instant::now();
-    let body = fetch(url)?;
+    let body = fetch(url, dest)?;
     let fetched = started.elapsed();
-    let jsonl = parquet_to_jsonl(body).map_err(|message| DatasetError::Download {
-        url: url.to_string(),
-        message: format!("the file is not a readable dataset parquet: {message}"),
+    let jsonl = parquet_to_jsonl(body).map_err(|message| {
+        download_err(
+            url,
+            dest,
+            format!("the file is not a readable dataset parquet: {message}"),
+        )
     })?;
     // Refuse rows that would not load, before they reach the cache.
     Dataset::from_jsonl_bytes(&jsonl, Path::new(url), Subset::Full, "hub").map_err(|e| {
-        DatasetError::Download {
-            url: url.to_string(),
-            message: format!("the rows are not BigCodeBench tasks: {e}"),
-        }
+        download_err(
+            url,
+            dest,
+            format!("the rows are not BigCodeBench tasks: {e}"),
+        )
     })?;
     write_atomic(dest, &jsonl)?;
     tracing::info!(
@@ -88,10 +88,16 @@ fn hub_token() -> Option<String> {
     std::fs::read_to_string(file).ok().and_then(non_empty)
 }
 
-fn download_err(url: &str, message: String) -> DatasetError {
+/// A download error that also says how to do without the hub.
+fn download_err(url: &str, dest: &Path, message: String) -> DatasetError {
     DatasetError::Download {
         url: url.to_string(),
-        message: format!("{message}; {HINT}"),
+        message: format!(
+            "{message}. To use a local copy instead, pass --dataset FILE, set BCB_DATASET_DIR \
+             to a directory of bigcodebench[-hard]-VERSION.jsonl[.gz] files, or put the JSONL \
+             at {} (add --offline to never try the hub)",
+            dest.display()
+        ),
     }
 }
 
@@ -111,7 +117,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// GETs `url` (following redirects, as the hub sends files from a CDN), with retries.
-fn fetch(url: &str) -> Result<bytes::Bytes, DatasetError> {
+fn fetch(url: &str, dest: &Path) -> Result<bytes::Bytes, DatasetError> {
     let client = Client::builder()
         .user_agent(concat!("bcb/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(CONNECT_TIMEOUT)
@@ -120,6 +126,7 @@ fn fetch(url: &str) -> Result<bytes::Bytes, DatasetError> {
         .map_err(|e| {
             download_err(
                 url,
+                dest,
                 format!("cannot set up the HTTP client: {}", error_chain(&e)),
             )
         })?;
@@ -128,6 +135,7 @@ fn fetch(url: &str) -> Result<bytes::Bytes, DatasetError> {
             let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
                 download_err(
                     url,
+                    dest,
                     "the hub token (HF_TOKEN) holds characters not allowed in an HTTP header"
                         .into(),
                 )
@@ -188,7 +196,7 @@ fn fetch(url: &str) -> Result<bytes::Bytes, DatasetError> {
             } else {
                 String::new()
             };
-            return Err(download_err(url, format!("{message}{tries}")));
+            return Err(download_err(url, dest, format!("{message}{tries}")));
         }
         let wait = wait.unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
         tracing::warn!(
@@ -358,11 +366,12 @@ fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).map_err(io_err)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".download-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io_err)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".download-").suffix(".tmp");
+    // tempfile's default 0600 would make a shared cache unreadable to other users.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut tmp = builder.tempfile_in(dir).map_err(io_err)?;
     tmp.write_all(bytes).map_err(io_err)?;
     tmp.as_file().sync_all().map_err(io_err)?;
     tmp.persist(dest).map_err(|e| io_err(e.error))?;
