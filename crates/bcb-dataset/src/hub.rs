@@ -419,4 +419,59 @@ mod tests {
             r#""a\"\\\n\t\u0001\u007f\u00e9\u20ac\ud83d\ude00/""#
         );
     }
+
+    #[test]
+    fn decodes_rows_with_nulls_in_column_order() {
+        use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
+        use parquet::file::writer::SerializedFileWriter;
+        let schema = parquet::schema::parser::parse_message_type(
+            "message m { OPTIONAL BYTE_ARRAY task_id (UTF8); OPTIONAL BYTE_ARRAY note (UTF8);
+             OPTIONAL INT64 n; OPTIONAL DOUBLE x; OPTIONAL BYTE_ARRAY s (UTF8); }",
+        )
+        .unwrap();
+        let mut w =
+            SerializedFileWriter::new(Vec::new(), schema.into(), Default::default()).unwrap();
+        let mut g = w.next_row_group().unwrap();
+        let mut col = g.next_column().unwrap().unwrap();
+        let ids = [
+            ByteArray::from("BigCodeBench/1"),
+            ByteArray::from("BigCodeBench/2"),
+        ];
+        col.typed::<ByteArrayType>()
+            .write_batch(&ids, Some(&[1, 1]), None)
+            .unwrap();
+        col.close().unwrap();
+        // `note`: null in the first row only.
+        let mut col = g.next_column().unwrap().unwrap();
+        col.typed::<ByteArrayType>()
+            .write_batch(&[ByteArray::from("ok")], Some(&[0, 1]), None)
+            .unwrap();
+        col.close().unwrap();
+        let mut col = g.next_column().unwrap().unwrap();
+        col.typed::<Int64Type>()
+            .write_batch(&[-7, 8], Some(&[1, 1]), None)
+            .unwrap();
+        col.close().unwrap();
+        let mut col = g.next_column().unwrap().unwrap();
+        col.typed::<DoubleType>()
+            .write_batch(&[0.1, 2.0], Some(&[1, 1]), None)
+            .unwrap();
+        col.close().unwrap();
+        let mut col = g.next_column().unwrap().unwrap();
+        let strs = [ByteArray::from("é\""), ByteArray::from("")];
+        col.typed::<ByteArrayType>()
+            .write_batch(&strs, Some(&[1, 1]), None)
+            .unwrap();
+        col.close().unwrap();
+        g.close().unwrap();
+        let file = w.into_inner().unwrap();
+        let jsonl = parquet_to_jsonl(file.into()).unwrap();
+        // First line: CPython's json.dumps of the same dict.
+        assert_eq!(
+            String::from_utf8(jsonl).unwrap(),
+            "{\"task_id\": \"BigCodeBench/1\", \"note\": null, \"n\": -7, \"x\": 0.1, \"s\": \"\\u00e9\\\"\"}\n\
+             {\"task_id\": \"BigCodeBench/2\", \"note\": \"ok\", \"n\": 8, \"x\": 2.0, \"s\": \"\"}\n"
+        );
+        assert!(parquet_to_jsonl(bytes::Bytes::from_static(b"PAR1 not really")).is_err());
+    }
 }

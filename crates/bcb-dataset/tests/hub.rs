@@ -158,6 +158,8 @@ struct Routes {
     raw: HashMap<String, Vec<u8>>,
     /// Statuses answered (in order) before the path is served normally.
     failures: HashMap<String, VecDeque<u16>>,
+    /// Another server's address to redirect to, as the hub's CDN is another host.
+    cdn: Option<String>,
     seen: Vec<Seen>,
 }
 
@@ -220,6 +222,10 @@ impl Hub {
             .insert(path, statuses.iter().copied().collect());
     }
 
+    fn redirect_to(&self, other: &Hub) {
+        self.routes.lock().unwrap().cdn = Some(other.endpoint.clone());
+    }
+
     fn seen(&self) -> Vec<Seen> {
         self.routes.lock().unwrap().seen.clone()
     }
@@ -264,7 +270,7 @@ fn answer(r: &mut Routes, path: &str) -> Reply {
     if r.files.contains_key(path) {
         // The hub answers `resolve/` with a redirect to its CDN.
         let n = r.files.keys().position(|k| k == path).unwrap();
-        let cdn = format!("/cdn/{n}?sig=abc");
+        let cdn = format!("{}/cdn/{n}?sig=abc", r.cdn.as_deref().unwrap_or(""));
         return tiny_http::Response::from_data(Vec::new())
             .with_status_code(302)
             .with_header(header("Location", &cdn));
@@ -484,30 +490,36 @@ fn body_that_is_not_parquet_is_rejected_and_not_cached() {
 }
 
 #[test]
-fn hf_token_is_sent_as_bearer_and_never_printed() {
+fn hf_token_is_sent_as_bearer_not_to_the_cdn_and_never_printed() {
     let _env = env_lock();
     let Some(dir) = data_dir() else { return };
     let token = "hf_bcbTestToken0123456789";
-    let saved: Vec<_> = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"]
+    let file_token = "hf_bcbFromTokenFile42";
+    let token_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token_file.path(), format!("{file_token}\n")).unwrap();
+    let saved: Vec<_> = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH"]
         .iter()
         .map(|k| (*k, std::env::var_os(k)))
         .collect();
     std::env::remove_var("HUGGING_FACE_HUB_TOKEN");
     std::env::set_var("HF_TOKEN", token);
 
+    let fx = fixture(&dir, "bigcodebench-hard-v0.1.4");
     let hub = Hub::start();
-    hub.serve(
-        Subset::Hard,
-        "v0.1.4",
-        fixture(&dir, "bigcodebench-hard-v0.1.4"),
-    );
+    let cdn = Hub::start();
+    hub.serve(Subset::Hard, "v0.1.4", fx.clone());
+    cdn.serve(Subset::Hard, "v0.1.4", fx);
+    hub.redirect_to(&cdn);
     let cache = tempfile::tempdir().unwrap();
     let ok = hub.spec(Subset::Hard, cache.path()).load();
     // A refused request: its message must not carry the token.
-    let mut refused = hub.spec(Subset::Full, cache.path());
     hub.fail_first(Subset::Full, "v0.1.4", &[401]);
-    refused.version = "v0.1.4".into();
-    let err = refused.load().unwrap_err();
+    let err = hub.spec(Subset::Full, cache.path()).load().unwrap_err();
+    // Without the variables, the token file `huggingface-cli login` writes is used.
+    std::env::remove_var("HF_TOKEN");
+    std::env::set_var("HF_TOKEN_PATH", token_file.path());
+    hub.fail_first(Subset::Full, "v0.1.4", &[403]);
+    let from_file = hub.spec(Subset::Full, cache.path()).load().unwrap_err();
 
     for (k, v) in saved {
         match v {
@@ -521,7 +533,21 @@ fn hf_token_is_sent_as_bearer_and_never_printed() {
         seen[0].authorization.as_deref(),
         Some(&*format!("Bearer {token}"))
     );
-    let text = format!("{err} {err:?}");
+    let cdn_seen = cdn.seen();
+    assert_eq!(cdn_seen.len(), 1, "{cdn_seen:?}");
+    assert!(cdn_seen[0].path.starts_with("/cdn/"));
+    assert_eq!(
+        cdn_seen[0].authorization, None,
+        "token must not follow a redirect to another host"
+    );
+    let text = format!("{err} {err:?} {from_file} {from_file:?}");
     assert!(text.contains("401") && text.contains("HF_TOKEN"), "{text}");
-    assert!(!text.contains(token), "token leaked into the error: {text}");
+    assert!(
+        !text.contains(token) && !text.contains(file_token),
+        "token leaked into the error: {text}"
+    );
+    assert_eq!(
+        seen.last().unwrap().authorization.as_deref(),
+        Some(&*format!("Bearer {file_token}"))
+    );
 }
