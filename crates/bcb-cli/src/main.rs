@@ -41,6 +41,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`bcb dataset | head`) like other Unix tools, instead of
+    // panicking inside println!.
+    // SAFETY: setting a signal disposition to the default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse_from(common::normalize_legacy_args(std::env::args_os()));
     common::init_logging(cli.verbose);
     let result = match cli.command {

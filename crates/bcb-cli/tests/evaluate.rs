@@ -12,7 +12,11 @@ const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
 
 fn canonical(env: &evalkit::Env, id: &str) -> String {
     let t = env.task(id);
-    format!("{}\n{}", t["complete_prompt"].as_str().unwrap(), t["canonical_solution"].as_str().unwrap())
+    format!(
+        "{}\n{}",
+        t["complete_prompt"].as_str().unwrap(),
+        t["canonical_solution"].as_str().unwrap()
+    )
 }
 
 const WRONG: &str = "def task_func(*args, **kwargs):\n    return None\n";
@@ -30,32 +34,62 @@ fn canonical_samples_pass_and_files_match_upstream_schema() {
     }
     write_jsonl(&samples, &rows);
     let ids = "0,4,9";
-    let out = env.run(&["evaluate", "--split", "complete", "--ids", ids, "--samples", samples.to_str().unwrap()]);
+    let out = env.run(&[
+        "evaluate",
+        "--split",
+        "complete",
+        "--ids",
+        ids,
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
 
-    let results_path = env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_eval_results.json");
-    let pass_path = env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_pass_at_k.json");
+    let results_path = env
+        .path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_eval_results.json");
+    let pass_path =
+        env.path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_pass_at_k.json");
     let results = read_json(&results_path);
-    assert_eq!(results.as_object().unwrap().keys().collect::<Vec<_>>(), ["date", "eval"]);
-    assert_eq!(results["date"].as_str().unwrap().len(), "2026-11-30 10:00".len());
+    assert_eq!(
+        results.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["date", "eval"]
+    );
+    assert_eq!(
+        results["date"].as_str().unwrap().len(),
+        "2026-11-30 10:00".len()
+    );
     for id in TASKS {
         let list = results["eval"][id].as_array().unwrap();
         assert_eq!(list.len(), 2, "{id}");
         let code_prompt = env.task(id)["code_prompt"].as_str().unwrap().to_string();
         for r in list {
-            assert_eq!(r.as_object().unwrap().keys().collect::<Vec<_>>(), ["task_id", "solution", "status", "details"]);
+            assert_eq!(
+                r.as_object().unwrap().keys().collect::<Vec<_>>(),
+                ["task_id", "solution", "status", "details"]
+            );
             assert_eq!(r["task_id"], id);
             assert_eq!(r["status"], "pass", "{id}: {}", r["details"]);
             assert_eq!(r["details"], json!({}));
             // Calibrated: the executed code starts with the code prompt and a stub body.
             let sol = r["solution"].as_str().unwrap();
-            assert!(sol.starts_with(&format!("{code_prompt}\n    pass\n")), "{id}");
+            assert!(
+                sol.starts_with(&format!("{code_prompt}\n    pass\n")),
+                "{id}"
+            );
         }
     }
     let pk = read_json(&pass_path);
     assert_eq!(
         pk.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["pass@1", "model", "split", "subset", "calibrated", "gt_pass_rate", "failed_tasks"]
+        [
+            "pass@1",
+            "model",
+            "split",
+            "subset",
+            "calibrated",
+            "gt_pass_rate",
+            "failed_tasks"
+        ]
     );
     assert_eq!(pk["pass@1"], 1.0);
     assert_eq!(pk["model"], "m--main");
@@ -69,24 +103,42 @@ fn canonical_samples_pass_and_files_match_upstream_schema() {
     let check = std::process::Command::new(&env.python)
         .arg("-c")
         .arg(
-            "import json,sys\n\
-             r=json.load(open(sys.argv[1])); p=json.load(open(sys.argv[2]))\n\
-             assert isinstance(r['date'],str) and isinstance(r['eval'],dict)\n\
-             for k,v in r['eval'].items():\n\
-               for s in v: assert set(s)=={'task_id','solution','status','details'} and s['status'] in ('pass','fail','timeout') and isinstance(s['details'],dict)\n\
-             assert isinstance(p['pass@1'],float) and isinstance(p['calibrated'],bool) and isinstance(p['failed_tasks'],list)\n\
-             print('ok')",
+            r#"import json, sys
+r = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+assert isinstance(r['date'], str) and isinstance(r['eval'], dict)
+for k, v in r['eval'].items():
+    for s in v:
+        assert set(s) == {'task_id', 'solution', 'status', 'details'}
+        assert s['status'] in ('pass', 'fail', 'timeout') and isinstance(s['details'], dict)
+assert isinstance(p['pass@1'], float) and isinstance(p['calibrated'], bool)
+assert isinstance(p['gt_pass_rate'], float) and isinstance(p['failed_tasks'], list)
+print('ok')"#,
         )
         .arg(&results_path)
         .arg(&pass_path)
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&check.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&check.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).trim(),
+        "ok",
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
 
     // A second run loads the results (as upstream) instead of executing again.
-    let again = env.run(&["evaluate", "--ids", ids, "--samples", samples.to_str().unwrap()]);
+    let again = env.run(&[
+        "evaluate",
+        "--ids",
+        ids,
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
     assert!(again.status.success());
-    assert!(stderr(&again).contains("Loading previous results"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("Loading previous results"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 #[test]
@@ -105,7 +157,17 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     );
     let start = Instant::now();
     // --timeout 2: the limit becomes max(2, min-time-limit, GT time) + 1 = 3 s for these tasks.
-    let out = env.run(&["evaluate", "--ids", "0,4", "--timeout", "2", "--pass-k", "1", "--samples", samples.to_str().unwrap()]);
+    let out = env.run(&[
+        "evaluate",
+        "--ids",
+        "0,4",
+        "--timeout",
+        "2",
+        "--pass-k",
+        "1",
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let results = read_json(&env.path("bad_eval_results.json"));
     let r0 = results["eval"]["BigCodeBench/0"].as_array().unwrap();
@@ -117,7 +179,13 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     assert!(!wrong.is_empty());
     for (name, trace) in wrong {
         assert!(name.starts_with("test_"), "{name}");
-        assert!(trace.as_str().unwrap().starts_with("Traceback (most recent call last):"), "{trace}");
+        assert!(
+            trace
+                .as_str()
+                .unwrap()
+                .starts_with("Traceback (most recent call last):"),
+            "{trace}"
+        );
     }
     // Module-level exception: ALL = str(exception).
     assert_eq!(r0[1]["details"], json!({"ALL": "boom"}));
@@ -127,7 +195,11 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     // The run went on after the bad samples.
     assert_eq!(results["eval"]["BigCodeBench/4"][0]["status"], "pass");
     // Nothing waited for upstream's 241 s limit (a loose bound; not a speed target).
-    assert!(start.elapsed() < Duration::from_secs(200), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(200),
+        "{:?}",
+        start.elapsed()
+    );
     let pk = read_json(&env.path("bad_pass_at_k.json"));
     assert_eq!(pk["pass@1"], json!(0.5)); // task 0: 0/4, task 4: 1/1
 }
@@ -140,12 +212,25 @@ fn pass_at_k_matches_the_estimator_for_five_samples() {
     let mut rows = Vec::new();
     // Task 0: c = 2 of n = 5; task 4: c = 0 of 5.
     for i in 0..5 {
-        let sol = if i == 1 || i == 3 { good0.clone() } else { WRONG.to_string() };
+        let sol = if i == 1 || i == 3 {
+            good0.clone()
+        } else {
+            WRONG.to_string()
+        };
         rows.push(json!({"task_id": "BigCodeBench/0", "solution": sol}));
         rows.push(json!({"task_id": "BigCodeBench/4", "solution": WRONG}));
     }
     write_jsonl(&samples, &rows);
-    let out = env.run(&["evaluate", "--ids", "0,4", "--no-gt", "--pass-k", "1,2,5,10", "--samples", samples.to_str().unwrap()]);
+    let out = env.run(&[
+        "evaluate",
+        "--ids",
+        "0,4",
+        "--no-gt",
+        "--pass-k",
+        "1,2,5,10",
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let pk = read_json(&env.path("five_pass_at_k.json"));
     // pass@k(n=5,c=2) = 1 - C(3,k)/C(5,k): k=1 0.4, k=2 0.7, k=5 1.0; task 4 gives 0.
@@ -153,10 +238,16 @@ fn pass_at_k_matches_the_estimator_for_five_samples() {
     assert!(close(&pk["pass@1"], 0.2), "{pk}");
     assert!(close(&pk["pass@2"], 0.35), "{pk}");
     assert!(close(&pk["pass@5"], 0.5), "{pk}");
-    assert!(pk.get("pass@10").is_none(), "k > n must not be reported: {pk}");
+    assert!(
+        pk.get("pass@10").is_none(),
+        "k > n must not be reported: {pk}"
+    );
     // --no-gt: upstream reports 0.0 and every task as failed.
     assert_eq!(pk["gt_pass_rate"], 0.0);
-    assert_eq!(pk["failed_tasks"], json!(["BigCodeBench/0", "BigCodeBench/4"]));
+    assert_eq!(
+        pk["failed_tasks"],
+        json!(["BigCodeBench/0", "BigCodeBench/4"])
+    );
 }
 
 #[test]
@@ -164,27 +255,69 @@ fn broken_samples_files_name_file_and_line() {
     let Some(env) = evalkit::env() else { return };
     let good = json!({"task_id": "BigCodeBench/0", "solution": "x = 1"}).to_string();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("badjson.jsonl", format!("{good}\n{{\"task_id\": \n").into_bytes(), "badjson.jsonl:2: not a JSON object"),
-        ("unknown.jsonl", format!("{good}\n{}\n", json!({"task_id": "BigCodeBench/99999", "solution": "x"})).into_bytes(), "unknown.jsonl:2: unknown task id `BigCodeBench/99999`"),
-        ("nosolution.jsonl", format!("{}\n", json!({"task_id": "BigCodeBench/0"})).into_bytes(), "nosolution.jsonl:1: sample for BigCodeBench/0 has neither"),
-        ("latin1.jsonl", [format!("{good}\n").into_bytes(), b"{\"task_id\": \"BigCodeBench/0\", \"solution\": \"caf\xe9\"}\n".to_vec()].concat(), "latin1.jsonl:2: not valid UTF-8"),
+        (
+            "badjson.jsonl",
+            format!("{good}\n{{\"task_id\": \n").into_bytes(),
+            "badjson.jsonl:2: not a JSON object",
+        ),
+        (
+            "unknown.jsonl",
+            format!(
+                "{good}\n{}\n",
+                json!({"task_id": "BigCodeBench/99999", "solution": "x"})
+            )
+            .into_bytes(),
+            "unknown.jsonl:2: unknown task id `BigCodeBench/99999`",
+        ),
+        (
+            "nosolution.jsonl",
+            format!("{}\n", json!({"task_id": "BigCodeBench/0"})).into_bytes(),
+            "nosolution.jsonl:1: sample for BigCodeBench/0 has neither",
+        ),
+        (
+            "latin1.jsonl",
+            [
+                format!("{good}\n").into_bytes(),
+                b"{\"task_id\": \"BigCodeBench/0\", \"solution\": \"caf\xe9\"}\n".to_vec(),
+            ]
+            .concat(),
+            "latin1.jsonl:2: not valid UTF-8",
+        ),
     ];
     for (name, content, expected) in cases {
         let path = env.path(name);
         std::fs::write(&path, content).unwrap();
-        let out = env.run(&["evaluate", "--ids", "0", "--samples", path.to_str().unwrap()]);
+        let out = env.run(&[
+            "evaluate",
+            "--ids",
+            "0",
+            "--samples",
+            path.to_str().unwrap(),
+        ]);
         assert_eq!(out.status.code(), Some(2), "{name}");
         let err = stderr(&out);
         assert!(err.contains(expected), "expected {expected:?} in {err}");
         // Nothing was written next to the broken file.
-        assert!(!env.path(&name.replace(".jsonl", "_eval_results.json")).exists());
+        assert!(!env
+            .path(&name.replace(".jsonl", "_eval_results.json"))
+            .exists());
     }
     // Samples missing for a selected task: a clear error with the way out.
     let path = env.path("missing.jsonl");
     std::fs::write(&path, format!("{good}\n")).unwrap();
-    let out = env.run(&["evaluate", "--ids", "0,4", "--samples", path.to_str().unwrap()]);
+    let out = env.run(&[
+        "evaluate",
+        "--ids",
+        "0,4",
+        "--samples",
+        path.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no samples for 1 of the 2 tasks"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no samples for 1 of the 2 tasks"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -193,7 +326,11 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     let mut rows = Vec::new();
     for id in TASKS {
         for i in 0..4 {
-            let sol = if i % 2 == 0 { canonical(&env, id) } else { WRONG.to_string() };
+            let sol = if i % 2 == 0 {
+                canonical(&env, id)
+            } else {
+                WRONG.to_string()
+            };
             rows.push(json!({"task_id": id, "solution": sol}));
         }
     }
@@ -202,20 +339,39 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     write_jsonl(&killed, &rows);
     write_jsonl(&whole, &rows);
     let args = |p: &std::path::Path| {
-        vec!["evaluate".to_string(), "--ids".into(), "0,4,9".into(), "--no-gt".into(), "--parallel".into(), "1".into(), "--samples".into(), p.to_str().unwrap().into()]
+        vec![
+            "evaluate".to_string(),
+            "--ids".into(),
+            "0,4,9".into(),
+            "--no-gt".into(),
+            "--parallel".into(),
+            "1".into(),
+            "--samples".into(),
+            p.to_str().unwrap().into(),
+        ]
     };
 
     let journal = env.path("killed_eval_results.json.partial.jsonl");
-    let mut child = env.bcb().args(args(&killed)).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = env
+        .bcb()
+        .args(args(&killed))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Wait until some but not all samples are journaled (header line + records).
     let deadline = Instant::now() + Duration::from_secs(600);
     let done_before_kill = loop {
-        let n = std::fs::read_to_string(&journal).map(|s| s.lines().count()).unwrap_or(0);
+        let n = std::fs::read_to_string(&journal)
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
         if n >= 1 + 4 {
             break n - 1;
         }
         assert!(Instant::now() < deadline, "no progress in the journal");
-        assert!(child.try_wait().unwrap().is_none(), "bcb ended before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "bcb ended before it could be killed"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     child.kill().unwrap(); // SIGKILL
@@ -231,9 +387,18 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
         .and_then(|(head, _)| head.rsplit('(').next())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("no resume line in {err}"));
-    assert!(resumed >= done_before_kill && resumed < 12, "resumed {resumed}, journaled {done_before_kill}");
-    assert!(err.contains(&format!("evaluate: {} to run", 12 - resumed)), "{err}");
-    assert!(!journal.exists(), "journal removed once results are complete");
+    assert!(
+        resumed >= done_before_kill && resumed < 12,
+        "resumed {resumed}, journaled {done_before_kill}"
+    );
+    assert!(
+        err.contains(&format!("evaluate: {} to run", 12 - resumed)),
+        "{err}"
+    );
+    assert!(
+        !journal.exists(),
+        "journal removed once results are complete"
+    );
 
     let out = env.bcb().args(args(&whole)).output().unwrap();
     assert!(out.status.success());

@@ -70,7 +70,8 @@ pub struct Dataset {
     pub path: PathBuf,
     /// sha256 of the uncompressed JSONL content.
     pub sha256: String,
-    /// md5 of the uncompressed JSONL content: the original's ground-truth cache key.
+    /// md5 of the uncompressed JSONL content: our ground-truth cache key. (The original hashes
+    /// its own pandas `to_json` dump, so its keys differ and its caches are not shared.)
     pub md5: String,
     tasks: Vec<Task>,
     index: HashMap<String, usize>,
