@@ -14,6 +14,9 @@ pub mod options;
 pub mod prompt;
 pub mod providers;
 mod runner;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 
 pub use error::{ApiError, ErrorClass};
 pub use options::{Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature};

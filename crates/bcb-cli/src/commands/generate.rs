@@ -1,8 +1,284 @@
+//! `bcb generate`: samples from a model for every task (or a range), resumable.
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use bcb_dataset::Split;
+use bcb_generate::{Backend, ConfigFile, GenerateOptions, Temperature};
+
+use crate::common::DatasetArgs;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// Prompt flavour: `complete` (docstring) or `instruct` (natural language).
+    #[arg(long)]
+    pub split: Split,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// The model and sampling flags; `bcb evaluate` flattens these to generate before evaluating.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ModelArgs {
+    /// API model name, a section of --config, or a local `.gguf` file (served by llama.cpp).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// openai, anthropic, google, mistral, ollama or llamacpp (default: openai; llamacpp for .gguf).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Address of an OpenAI-compatible (…/v1), Anthropic, Gemini, Mistral or Ollama server.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// TOML file with `[defaults]` and `[models.NAME]` parameter sets; flags override it.
+    #[arg(long, value_name = "FILE", env = "BCB_GENERATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long, default_value = "bcb_results")]
+    pub root: PathBuf,
+    /// Model revision; only used in the file name, as in the original.
+    #[arg(long, default_value = "main")]
+    pub revision: String,
+    /// Samples per task.
+    #[arg(long)]
+    pub n_samples: Option<u32>,
+    /// Sampling temperature (0 with one sample = greedy).
+    #[arg(long)]
+    pub temperature: Option<String>,
+    /// Nucleus sampling (default: 0.95 for OpenAI chat as in the original, else the server's).
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Most new tokens per sample.
+    #[arg(long, alias = "max-new-tokens")]
+    pub max_tokens: Option<u32>,
+    /// Sampling seed, for servers that take one.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// One sample per task at temperature 0.
+    #[arg(long)]
+    pub greedy: bool,
+    /// OpenAI `reasoning_effort` (low, medium, high); default medium for o1-/o3-/-reasoner models.
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// Anthropic extended-thinking token budget (0 = off).
+    #[arg(long)]
+    pub reasoning_budget: Option<u32>,
+    /// Anthropic beta header sent with thinking.
+    #[arg(long)]
+    pub reasoning_beta: Option<String>,
+    /// Text before the task in the user message.
+    #[arg(long)]
+    pub instruction_prefix: Option<String>,
+    /// Text that starts the answer when prefilling.
+    #[arg(long)]
+    pub response_prefix: Option<String>,
+    /// Base models: send the raw prompt to a completion endpoint (complete split only).
+    #[arg(long)]
+    pub direct_completion: bool,
+    /// Strip leading/trailing newlines from the task prompt.
+    #[arg(long)]
+    pub strip_newlines: bool,
+    /// Prefill the answer with the response prefix and an open python fence (Anthropic,
+    /// OpenAI-compatible local servers, Ollama).
+    #[arg(long)]
+    pub prefill: bool,
+    /// Add `--skip_prefill` to the file name, as the original does.
+    #[arg(long)]
+    pub skip_prefill: bool,
+    /// Start over: delete the samples file first.
+    #[arg(long)]
+    pub no_resume: bool,
+    /// Kept for compatibility: resuming is the default.
+    #[arg(long, hide = true)]
+    pub resume: bool,
+    /// Only tasks lo..hi (dataset order, hi exclusive), e.g. `0-10`.
+    #[arg(long, value_name = "LO-HI")]
+    pub id_range: Option<String>,
+    /// Simultaneous requests (default by backend: openai 8, anthropic 4, ollama 1, llamacpp 2).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Requests per minute at most.
+    #[arg(long)]
+    pub rpm: Option<u32>,
+    /// Tokens per minute at most (prompt estimate + max tokens, reserved before each request).
+    #[arg(long)]
+    pub tpm: Option<u32>,
+    /// Retries of one request on 429, 5xx, timeouts and dropped connections.
+    #[arg(long)]
+    pub max_retries: Option<usize>,
+    /// Seconds before a request is abandoned (and retried).
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
+    /// USD per million input tokens (for the running cost).
+    #[arg(long)]
+    pub price_input: Option<f64>,
+    /// USD per million output tokens.
+    #[arg(long)]
+    pub price_output: Option<f64>,
+    /// Python with `xllamacpp` for local .gguf models.
+    #[arg(long, env = "BCB_LLM_PYTHON", value_name = "PYTHON")]
+    pub llm_python: Option<PathBuf>,
+    /// Context tokens per slot of the local server.
+    #[arg(long, default_value_t = 4096)]
+    pub llm_ctx: u32,
+    /// CPU threads of the local server.
+    #[arg(long, default_value_t = 1)]
+    pub llm_threads: u32,
+    /// Jinja chat template for a GGUF without one (`gemma` for the built-in Gemma template).
+    #[arg(long, value_name = "FILE|gemma")]
+    pub chat_template: Option<String>,
+    /// Accepted for compatibility; samples are always written one by one.
+    #[arg(long, hide = true)]
+    pub bs: Option<usize>,
+    /// Do not fsync each sample (benchmarks).
+    #[arg(long, hide = true)]
+    pub no_fsync: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl ModelArgs {
+    /// Flags over the config file over defaults.
+    pub fn options(
+        &self,
+        split: Split,
+        subset: bcb_dataset::Subset,
+    ) -> anyhow::Result<GenerateOptions> {
+        let model = self
+            .model
+            .clone()
+            .context("--model is required to generate samples")?;
+        let cfg = match &self.config {
+            Some(p) => ConfigFile::load(p)?.for_model(&model),
+            None => Default::default(),
+        };
+        let api_model = cfg.model.clone().unwrap_or_else(|| model.clone());
+        let is_gguf = api_model.to_ascii_lowercase().ends_with(".gguf");
+        let backend: Backend = match self.backend.as_deref().or(cfg.backend.as_deref()) {
+            Some(b) => b.parse().map_err(anyhow::Error::msg)?,
+            None if is_gguf => Backend::LlamaCpp,
+            None => Backend::OpenAi,
+        };
+        let mut o = GenerateOptions::new(&api_model, backend, split, subset);
+        if backend == Backend::LlamaCpp {
+            // The file stem names the model in the output file and on the server.
+            o.model_label = std::path::Path::new(&api_model)
+                .file_stem()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or(api_model.clone());
+        }
+        o.base_url = self.base_url.clone().or(cfg.base_url.clone());
+        o.root = self.root.clone();
+        o.revision = self.revision.clone();
+        o.n_samples = self.n_samples.or(cfg.n_samples).unwrap_or(1);
+        o.temperature = match &self.temperature {
+            Some(t) => Temperature::parse(t).map_err(anyhow::Error::msg)?,
+            None => cfg
+                .temperature()
+                .map_err(anyhow::Error::msg)?
+                .unwrap_or_else(Temperature::greedy),
+        };
+        o.top_p = self.top_p.or(cfg.top_p);
+        o.max_tokens = self.max_tokens.or(cfg.max_tokens).unwrap_or(1280);
+        o.seed = self.seed.or(cfg.seed);
+        o.greedy = self.greedy || cfg.greedy.unwrap_or(false);
+        o.reasoning_effort = self
+            .reasoning_effort
+            .clone()
+            .or(cfg.reasoning_effort.clone());
+        o.reasoning_budget = self.reasoning_budget.or(cfg.reasoning_budget).unwrap_or(0);
+        if let Some(b) = self.reasoning_beta.clone().or(cfg.reasoning_beta.clone()) {
+            o.reasoning_beta = b;
+        }
+        if let Some(p) = self
+            .instruction_prefix
+            .clone()
+            .or(cfg.instruction_prefix.clone())
+        {
+            o.instruction_prefix = p;
+        }
+        if let Some(p) = self.response_prefix.clone().or(cfg.response_prefix.clone()) {
+            o.response_prefix = p;
+        }
+        o.direct_completion = self.direct_completion || cfg.direct_completion.unwrap_or(false);
+        o.prefill = self.prefill || cfg.prefill.unwrap_or(false);
+        o.strip_newlines = self.strip_newlines;
+        o.skip_prefill = self.skip_prefill;
+        o.resume = !self.no_resume;
+        o.id_range = self.id_range.as_deref().map(parse_id_range).transpose()?;
+        o.concurrency = self.concurrency.or(cfg.concurrency);
+        o.requests_per_minute = self.rpm.or(cfg.requests_per_minute);
+        o.tokens_per_minute = self.tpm.or(cfg.tokens_per_minute);
+        if let Some(r) = self.max_retries.or(cfg.max_retries) {
+            o.max_retries = r;
+        }
+        if let Some(t) = self.request_timeout.or(cfg.request_timeout) {
+            anyhow::ensure!(t > 0.0, "--request-timeout must be positive");
+            o.request_timeout = Duration::from_secs_f64(t);
+        }
+        o.price_input = self.price_input.or(cfg.price_input);
+        o.price_output = self.price_output.or(cfg.price_output);
+        o.durable = !self.no_fsync;
+        o.progress = !self.no_progress;
+        if let Some(p) = &self.llm_python {
+            o.local.python = p.clone();
+        }
+        o.local.n_ctx = self.llm_ctx;
+        o.local.threads = self.llm_threads;
+        match self.chat_template.as_deref() {
+            Some("gemma") => o.local.gemma_template = true,
+            Some(f) => o.local.chat_template = Some(PathBuf::from(f)),
+            None => {}
+        }
+        Ok(o)
+    }
+}
+
+fn parse_id_range(s: &str) -> anyhow::Result<(usize, usize)> {
+    let (lo, hi) = s
+        .split_once('-')
+        .with_context(|| format!("--id-range `{s}`: expected LO-HI, e.g. 0-10"))?;
+    let lo: usize = lo
+        .trim()
+        .parse()
+        .with_context(|| format!("--id-range `{s}`: bad low end"))?;
+    let hi: usize = hi
+        .trim()
+        .parse()
+        .with_context(|| format!("--id-range `{s}`: bad high end"))?;
+    anyhow::ensure!(
+        lo < hi,
+        "--id-range `{s}`: the low end must be below the high end"
+    );
+    Ok((lo, hi))
+}
+
+#[allow(dead_code)] // called by `bcb evaluate` once it generates before evaluating
+/// Generates for `bcb evaluate` and returns the samples file (errors if any task lacks samples).
+pub fn generate_for_evaluate(
+    dataset: &DatasetArgs,
+    split: Split,
+    model: &ModelArgs,
+) -> anyhow::Result<PathBuf> {
+    let spec = dataset.spec();
+    let ds = spec.load()?;
+    let opts = model.options(split, dataset.subset)?;
+    bcb_generate::generate_samples(&opts, &ds)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let opts = args.model.options(args.split, args.dataset.subset)?;
+    let ds = args.dataset.spec().load()?;
+    let outcome = bcb_generate::run_codegen(&opts, &ds)?;
+    eprintln!("{}", outcome.summary());
+    println!("{}", outcome.path.display());
+    Ok(if outcome.is_complete() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
