@@ -415,7 +415,10 @@ impl Limits {
         let rpm = opts
             .requests_per_minute
             .and_then(NonZeroU32::new)
-            .map(|r| RateLimiter::direct(Quota::per_minute(r)));
+            .map(|r| {
+                // Evenly spaced: a burst of a whole minute's requests would trip the provider.
+                RateLimiter::direct(Quota::per_minute(r).allow_burst(NonZeroU32::MIN))
+            });
         let tpm = opts
             .tokens_per_minute
             .and_then(NonZeroU32::new)
