@@ -89,6 +89,15 @@ pub struct Args {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// With --model: generate (and sanitize) only, do not execute.
+    #[arg(long)]
+    pub no_execute: bool,
+    /// Without --samples: generate them first with these model flags (as the original does).
+    #[command(
+        flatten,
+        next_help_heading = "Generation (when --model is given instead of --samples)"
+    )]
+    pub generation: super::generate::ModelArgs,
 }
 
 fn parse_ids(s: &str) -> Vec<String> {
