@@ -89,6 +89,48 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .filter(|x| x.0 == bcb_execute::Status::Pass)
         .count();
-    eprintln!("{kind}: {pass}/{n} pass, wall {wall:.1}s");
+    let tests: Vec<f64> = r.iter().filter_map(|x| x.1).collect();
+    let sum_tests: f64 = tests.iter().sum();
+    let longest = tests.iter().cloned().fold(0.0, f64::max);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let floor = longest.max(sum_tests / cores);
+    let mut overhead: Vec<f64> = r.iter().filter_map(|x| x.1.map(|t| x.2 - t)).collect();
+    overhead.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median_overhead = overhead
+        .get(overhead.len() / 2)
+        .copied()
+        .unwrap_or(f64::NAN);
+    let (self_cpu, child_cpu) = cpu_times();
+    let summary = serde_json::json!({
+        "executor": kind, "tasks": n, "pass": pass, "wall_secs": wall,
+        "cpu_secs_self": self_cpu, "cpu_secs_children": child_cpu,
+        "samples_per_sec": n as f64 / wall, "sum_test_secs": sum_tests,
+        "longest_test_secs": longest, "floor_secs": floor,
+        "median_overhead_secs": median_overhead, "peak_rss_mb_self": peak_rss_mb(),
+        "parallel": parallel,
+    });
+    eprintln!("SUMMARY {summary}");
     Ok(())
+}
+
+fn cpu_times() -> (f64, f64) {
+    let get = |who| unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    (get(libc::RUSAGE_SELF), get(libc::RUSAGE_CHILDREN))
+}
+
+/// VmHWM of this process only (children excluded).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
 }

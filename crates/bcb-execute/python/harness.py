@@ -1,4 +1,4 @@
-# bcb execution harness (embedded in the bcb binary, run as `python -I -c <this>`).
+# bcb execution harness (embedded in the bcb binary, written to a private dir, run as `python -I harness.py`).
 #
 # One "slot": a supervisor process that reads jobs on fd 3 and writes events on fd 4
 # (newline-delimited JSON), and forks one child per job. The child isolates itself as far
@@ -197,6 +197,76 @@ def drop_capabilities():
     _check(libc().capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
 
 
+def landlock(base):
+    """Degraded mode: writes only under the sample's dir (+ /dev, /dev/shm), no signals or
+    abstract unix sockets outside the sandbox (ABI >= 6)."""
+    import ctypes
+    import struct
+
+    sc = libc().syscall
+    sc.restype = ctypes.c_long
+    abi = sc(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        raise OSError("landlock unavailable")
+    write_rights = 2 | 16 | 32 | 64 | 128 | 256 | 512 | 1024 | 2048 | 4096
+    if abi >= 2:
+        write_rights |= 8192
+    if abi >= 3:
+        write_rights |= 16384
+    if abi >= 6:
+        attr = struct.pack("QQQ", write_rights, 0, 1 | 2)
+    elif abi >= 4:
+        attr = struct.pack("QQ", write_rights, 0)
+    else:
+        attr = struct.pack("Q", write_rights)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    fd = sc(ctypes.c_long(444), buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    rules = [(base, write_rights), ("/dev", 2 | (16384 if abi >= 3 else 0))]
+    if os.path.isdir("/dev/shm"):
+        rules.append(("/dev/shm", write_rights))
+    for path, rights in rules:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd), 12)
+        ret = sc(ctypes.c_long(445), ctypes.c_int(fd), ctypes.c_int(1), rule, ctypes.c_uint32(0))
+        os.close(pfd)
+        if ret != 0:
+            raise OSError(ctypes.get_errno(), "landlock_add_rule %s" % path)
+    if sc(ctypes.c_long(446), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    os.close(fd)
+
+
+def seccomp_no_inet():
+    """Degraded mode: socket() for anything but AF_UNIX fails with EACCES (no network)."""
+    import ctypes
+    import platform
+    import struct
+
+    arch, nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}[platform.machine()]
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | 13
+    prog = [
+        (ld, 0, 0, 4),  # arch
+        (jeq, 0, 5, arch),
+        (ld, 0, 0, 0),  # syscall nr
+        (jeq, 0, 3, nr),
+        (ld, 0, 0, 16),  # args[0] (low 32 bits)
+        (jeq, 1, 0, 1),  # AF_UNIX
+        (ret, 0, 0, deny),
+        (ret, 0, 0, allow),
+    ]
+    raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
+    filt = ctypes.create_string_buffer(raw, len(raw))
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = Prog(len(prog), ctypes.cast(filt, ctypes.c_void_p))
+    _check(libc().prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
 def isolate_child(cfg, base):
     """Runs in the forked child before any sample code. Returns the sample's base dir."""
     iso = cfg["isolation"]
@@ -227,7 +297,10 @@ def isolate_child(cfg, base):
         mount(None, "/", None, MS_REC | MS_PRIVATE)
         remount_readonly()
         if iso.get("pidns"):
-            mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            try:
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            except OSError:
+                pass  # e.g. in a user namespace with a partly hidden /proc: keep the host's
         size = "size=%dm" % max(64, int(cfg["limits"].get("tmpfs_mb") or 1024))
         mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, size + ",mode=1777")
         if os.path.isdir("/dev/shm"):
@@ -255,6 +328,10 @@ def isolate_child(cfg, base):
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if iso.get("dropcaps"):
         drop_capabilities()
+    if iso.get("landlock"):
+        landlock(base)
+    if iso.get("seccomp_net"):
+        seccomp_no_inet()
     return base
 
 
@@ -566,6 +643,10 @@ def run_sample(job, cfg, base):
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     as_mb, data_mb, stack_mb = limits.get("max_as_mb"), limits.get("max_data_mb"), limits.get("max_stack_mb")
+    fallback = limits.get("memory_rlimit_mb")
+    if fallback and as_mb and data_mb and stack_mb:
+        # No memory cgroup: the address-space limit is the only memory cap there is.
+        as_mb, data_mb = min(as_mb, fallback), min(data_mb, fallback)
     if as_mb and data_mb and stack_mb:
         import resource
 
@@ -575,9 +656,12 @@ def run_sample(job, cfg, base):
     faulthandler.disable()
     builtins.exit = None
     builtins.quit = None
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib.pyplot as plt
 
-    plt.close("all")
+        plt.close("all")
+    except ImportError:
+        pass  # only interpreters without matplotlib (never the eval env)
 
     module = types.ModuleType("__test__")
     module.__dict__.update(
@@ -806,7 +890,8 @@ def run_job(job, cfg, pidns_fd):
     if pidns_fd is not None:
         setns(pidns_fd, CLONE_NEWPID)
     os.close(wfd)
-    send({"event": "started", "key": job["key"], "pid": pid})
+    # The pid is only meaningful to the orchestrator outside a user namespace.
+    send({"event": "started", "key": job["key"], "pid": None if cfg["isolation"].get("userns") else pid})
     deadline = t0 + float(job["time_limit"]) + float(cfg["limits"].get("kill_grace_secs", 1.0))
     pidfd = os.pidfd_open(pid)
     buf = bytearray()
@@ -845,7 +930,8 @@ def run_job(job, cfg, pidns_fd):
     os.close(rfd)
     os.close(pidfd)
     _, wstatus = os.waitpid(pid, 0)
-    kill_orphans()
+    if pidns_fd is None:
+        kill_orphans()  # with a PID namespace, its init's death already took everything
     wall = time.time() - t0
     if not (cfg["isolation"].get("mountns")):
         for name in os.listdir(base):
@@ -900,6 +986,17 @@ def main():
             f.write("0 %d 1" % uid)
         with open("/proc/self/gid_map", "w") as f:
             f.write("0 %d 1" % gid)
+        if cfg["isolation"].get("pidns"):
+            # setns back into the host's PID namespace is not allowed from a user namespace:
+            # move the supervisor into a PID namespace of our own first, which it may re-enter.
+            unshare(CLONE_NEWPID)
+            pid = os.fork()
+            if pid:
+                for fd in (CTRL_IN, CTRL_OUT):
+                    os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if cfg["isolation"].get("pidns"):
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
     t0 = time.time()

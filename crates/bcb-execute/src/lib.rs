@@ -16,7 +16,7 @@ mod slot;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
-pub use sandbox::{host_isolation, Isolation};
+pub use sandbox::{host_isolation, landlock_abi, Isolation};
 
 /// One program to run: `code + "\n" + test`, executed as module `__test__`,
 /// then `TestCases` loaded and run with unittest.
@@ -134,6 +134,19 @@ pub fn executor_for(kind: &str, cfg: ExecConfig) -> anyhow::Result<Box<dyn Execu
     match kind {
         "process" => Ok(Box::new(ProcessExecutor::new(cfg)?)),
         "pool" => Ok(Box::new(PoolExecutor::new(cfg)?)),
+        other => anyhow::bail!("unknown executor `{other}`: expected `pool` or `process`"),
+    }
+}
+
+/// Like [`executor_for`] with an explicit isolation level.
+pub fn executor_with(
+    kind: &str,
+    cfg: ExecConfig,
+    iso: Isolation,
+) -> anyhow::Result<Box<dyn Executor>> {
+    match kind {
+        "process" => Ok(Box::new(ProcessExecutor::with_isolation(cfg, iso)?)),
+        "pool" => Ok(Box::new(PoolExecutor::with_isolation(cfg, iso)?)),
         other => anyhow::bail!("unknown executor `{other}`: expected `pool` or `process`"),
     }
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use crate::process::{run_cold, setup_failure, Base};
-use crate::sandbox::SlotCgroups;
+use crate::sandbox::{host_isolation, Isolation, SlotCgroups};
 use crate::schedule::run_queue;
 use crate::slot::{slot_failure, verdict, Slot, SlotSpec, Verdict, PRELOAD};
 use crate::{ExecConfig, Executor, Job, Outcome};
@@ -19,8 +19,13 @@ pub struct PoolExecutor {
 
 impl PoolExecutor {
     pub fn new(cfg: ExecConfig) -> Result<Self> {
+        Self::with_isolation(cfg, host_isolation())
+    }
+
+    /// With an explicit isolation level (e.g. [`Isolation::degraded`]).
+    pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(PoolExecutor {
-            base: Base::new(cfg)?,
+            base: Base::new(cfg, iso)?,
         })
     }
 }
@@ -48,15 +53,19 @@ struct Worker {
 }
 
 impl PoolExecutor {
-    fn worker(&self, w: usize) -> Result<Worker> {
+    fn worker(&self, w: usize, primary: bool) -> Result<Worker> {
         let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
         let mut cold = warm.clone();
         cold.preload.clear();
         cold.one_shot = true;
         // Start warming now so the first sample does not wait on imports.
-        let slot = Slot::spawn(&warm)
-            .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
-            .ok();
+        let slot = if primary {
+            Slot::spawn(&warm)
+                .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
+                .ok()
+        } else {
+            None // extra (overlap) slots warm up on first use
+        };
         Ok(Worker {
             warm,
             cold,
@@ -114,12 +123,13 @@ impl Executor for PoolExecutor {
     }
 
     fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
-        let make = |w: usize| self.worker(w);
+        let make = |w: usize, primary: bool| self.worker(w, primary);
         let step = |state: &mut Result<Worker>, job: &Job| match state {
             Ok(w) => self.step(w, job),
             Err(e) => setup_failure(e),
         };
-        run_queue(jobs, self.base.cfg.parallel, &make, &step, done);
+        let extra = self.base.cfg.parallel;
+        run_queue(jobs, self.base.cfg.parallel, extra, &make, &step, done);
         Ok(())
     }
 

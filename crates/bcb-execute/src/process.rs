@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::sandbox::{host_isolation, Isolation, SlotCgroups};
 use crate::schedule::run_queue;
-use crate::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict};
+use crate::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict, HARNESS};
 use crate::{ExecConfig, Executor, Job, Outcome, Status};
 
 /// What both executors share: config, probed isolation, environment, a private work root.
@@ -31,23 +31,34 @@ fn mplconfig_dir() -> PathBuf {
 }
 
 impl Base {
-    pub fn new(cfg: ExecConfig) -> Result<Base> {
+    pub fn new(cfg: ExecConfig, iso: Isolation) -> Result<Base> {
         if !cfg.python.exists() {
             bail!(
                 "evaluation Python {} does not exist (set BCB_PYTHON or --python)",
                 cfg.python.display()
             );
         }
-        let iso = host_isolation();
-        let mpl = mplconfig_dir();
-        std::fs::create_dir_all(&mpl)
-            .with_context(|| format!("cannot create {}", mpl.display()))?;
-        let env = sample_env(&cfg.python, &mpl);
-        warm_matplotlib_cache(&cfg.python, &env, &mpl)?;
+        // Samples running as the same uid without a PID namespace could otherwise read our
+        // environment (secrets) through /proc/<pid>/environ.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
         let root = tempfile::Builder::new()
             .prefix("bcb-exec-")
             .tempdir()
             .context("cannot create a work directory")?;
+        let mut mpl = mplconfig_dir();
+        if std::fs::create_dir_all(&mpl).is_err() {
+            // e.g. a user without a home: a per-run cache still beats one per sample
+            mpl = root.path().join("mplconfig");
+            std::fs::create_dir_all(&mpl)?;
+        }
+        static ANNOUNCED: std::sync::Once = std::sync::Once::new();
+        ANNOUNCED.call_once(|| {
+            tracing::info!("sample isolation: {}", iso.describe(&cfg).join("; "));
+        });
+        let env = sample_env(&cfg.python, &mpl);
+        warm_matplotlib_cache(&cfg.python, &env, &mpl)?;
+        std::fs::write(root.path().join("bcb_harness.py"), HARNESS)
+            .context("cannot write the execution harness")?;
         Ok(Base {
             cfg,
             iso,
@@ -74,6 +85,7 @@ impl Base {
             cgroups: cgroups.dirs.clone(),
             workroot,
             one_shot,
+            harness: self.root.path().join("bcb_harness.py"),
         };
         Ok((spec, cgroups))
     }
@@ -142,8 +154,13 @@ pub struct ProcessExecutor {
 
 impl ProcessExecutor {
     pub fn new(cfg: ExecConfig) -> Result<Self> {
+        Self::with_isolation(cfg, host_isolation())
+    }
+
+    /// With an explicit isolation level (e.g. [`Isolation::degraded`]).
+    pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(ProcessExecutor {
-            base: Base::new(cfg)?,
+            base: Base::new(cfg, iso)?,
         })
     }
 }
@@ -154,12 +171,13 @@ impl Executor for ProcessExecutor {
     }
 
     fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
-        let make = |w: usize| self.base.spec(&format!("p{w}"), &[], true);
+        let make = |w: usize, _primary: bool| self.base.spec(&format!("p{w}"), &[], true);
         let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job| match state {
             Ok((spec, _)) => run_cold(spec, job),
             Err(e) => setup_failure(e),
         };
-        run_queue(jobs, self.base.cfg.parallel, &make, &step, done);
+        let extra = self.base.cfg.parallel;
+        run_queue(jobs, self.base.cfg.parallel, extra, &make, &step, done);
         Ok(())
     }
 

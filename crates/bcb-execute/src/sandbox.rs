@@ -21,6 +21,10 @@ pub struct Isolation {
     pub dropcaps: bool,
     /// RLIMIT_NPROC fallback when there is no pids cgroup.
     pub nproc_rlimit: bool,
+    /// Landlock (no mount namespace): writes only in the sample dir, signals scoped.
+    pub landlock: bool,
+    /// seccomp (no network namespace): only AF_UNIX sockets.
+    pub seccomp_net: bool,
     /// cgroup v1 controllers usable for per-slot limits (memory, pids).
     #[serde(skip)]
     pub cgroup_memory: Option<PathBuf>,
@@ -61,6 +65,26 @@ impl Isolation {
                 out.push(format!("RLIMIT_NPROC {n} (no pids cgroup)"))
             }
             _ => {}
+        }
+        if self.landlock {
+            out.push(format!(
+                "Landlock ABI {}: writes only in the sample's dir (and /dev, /dev/shm){}",
+                landlock_abi(),
+                if landlock_abi() >= 6 {
+                    "; signals and abstract sockets scoped to the sample"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if self.seccomp_net {
+            out.push("seccomp: no network sockets (AF_UNIX only)".into());
+        }
+        if self.cgroup_memory.is_none() && l.memory_mb > 0 {
+            out.push(format!(
+                "RLIMIT_AS {} MB as memory cap (no memory cgroup)",
+                l.memory_mb
+            ));
         }
         if self.dropcaps {
             out.push("all capabilities dropped".into());
@@ -151,6 +175,35 @@ fn cgroup_controller(name: &str) -> Option<PathBuf> {
     Some(root)
 }
 
+/// Landlock ABI version of this kernel (0: unavailable); scoped signals need >= 6.
+pub fn landlock_abi() -> i64 {
+    // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    unsafe { libc::syscall(444, std::ptr::null::<u8>(), 0usize, 1u32) }
+}
+
+impl Isolation {
+    /// What is left where namespaces are not permitted (unprivileged Ubuntu 24.04,
+    /// containers): Landlock + seccomp + rlimits + process-group/subreaper kill, keeping
+    /// cgroups when usable. Used by tests of the degraded path.
+    pub fn degraded() -> Isolation {
+        let host = host_isolation();
+        Isolation {
+            userns: false,
+            pidns: false,
+            mountns: false,
+            netns: false,
+            ipcns: false,
+            utsns: false,
+            dropcaps: unsafe { libc::geteuid() } == 0,
+            nproc_rlimit: host.cgroup_pids.is_none(),
+            landlock: landlock_abi() >= 1,
+            seccomp_net: Path::new("/proc/sys/kernel/seccomp").exists(),
+            cgroup_memory: host.cgroup_memory,
+            cgroup_pids: host.cgroup_pids,
+        }
+    }
+}
+
 /// Probes the host once per process. `BCB_SANDBOX=none|basic` forces a weaker level
 /// (for tests of the degraded path).
 pub fn host_isolation() -> Isolation {
@@ -176,6 +229,9 @@ pub fn host_isolation() -> Isolation {
             iso.utsns = true;
         }
         iso.dropcaps = root || userns;
+        // Without namespaces, Landlock and seccomp stand in for the mount and net namespaces.
+        iso.landlock = !iso.mountns && landlock_abi() >= 1;
+        iso.seccomp_net = !iso.netns && Path::new("/proc/sys/kernel/seccomp").exists();
         if root {
             iso.cgroup_memory = cgroup_controller("memory");
             iso.cgroup_pids = cgroup_controller("pids");

@@ -93,6 +93,8 @@ pub(crate) struct SlotSpec {
     pub cgroups: Vec<PathBuf>,
     pub workroot: PathBuf,
     pub one_shot: bool,
+    /// HARNESS written to disk (keeps `ps` readable).
+    pub harness: PathBuf,
 }
 
 enum Event {
@@ -128,8 +130,7 @@ impl Slot {
         let (ev_r, ev_w) = cloexec_pipe()?;
         let mut cmd = Command::new(&spec.cfg.python);
         cmd.arg("-I")
-            .arg("-c")
-            .arg(HARNESS)
+            .arg(&spec.harness)
             .env_clear()
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&spec.workroot)
@@ -197,6 +198,9 @@ impl Slot {
         };
         let mut limits = serde_json::to_value(&spec.cfg.limits)?;
         limits["kill_grace_secs"] = json!(spec.cfg.limits.kill_grace.as_secs_f64());
+        if spec.iso.cgroup_memory.is_none() && spec.cfg.limits.memory_mb > 0 {
+            limits["memory_rlimit_mb"] = json!(spec.cfg.limits.memory_mb);
+        }
         limits["tmpfs_mb"] = json!(if spec.cfg.limits.memory_mb > 0 {
             spec.cfg.limits.memory_mb
         } else {

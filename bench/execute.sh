@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Ground truth through both executors (and the original evaluator where installed):
+# wall, CPU, samples/s, orchestrator peak RSS, floor, per-sample overhead, verdict diffs.
+#
+# usage: bench/execute.sh [hard|full] [parallel]
+# env:   BCB_PYTHON (eval interpreter), BCB_DATASET_DIR (dataset dir),
+#        BENCH_EXECUTORS ("pool process"), BENCH_OUT (results dir),
+#        BENCH_ORIGINAL=1 to also time `bigcodebench.evaluate --check_gt_only` if installed.
+set -euo pipefail
+subset=${1:-hard}
+parallel=${2:-$(nproc)}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export BCB_PYTHON=${BCB_PYTHON:-/root/.cache/bcb/eval-env-py311/bin/python}
+export BCB_DATASET_DIR=${BCB_DATASET_DIR:-/work/shared/bigcodebench}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
+out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-execute.XXXXXX)}
+mkdir -p "$out"
+(cd "$here" && cargo build -q --release -p bcb-execute --example execute_gt)
+bin=$CARGO_TARGET_DIR/release/examples/execute_gt
+
+for ex in ${BENCH_EXECUTORS:-pool process}; do
+    echo "== $ex, $subset, parallel $parallel" >&2
+    "$bin" "$ex" "$subset" "$parallel" >"$out/$ex.jsonl" 2>"$out/$ex.log"
+    grep '^SUMMARY ' "$out/$ex.log" | sed 's/^SUMMARY //' >"$out/$ex.summary.json"
+    cat "$out/$ex.summary.json" >&2
+done
+
+if [ "${BENCH_ORIGINAL:-0}" = 1 ] && "$BCB_PYTHON" -c 'import bigcodebench' 2>/dev/null; then
+    echo "== original bigcodebench.evaluate --check_gt_only" >&2
+    ds=$BCB_DATASET_DIR/bigcodebench$([ "$subset" = hard ] && echo -hard)-v0.1.4.jsonl.gz
+    tmp=$(mktemp -d); gunzip -c "$ds" >"$tmp/ds.jsonl"; echo '{}' >"$tmp/s.jsonl"
+    start=$(date +%s.%N)
+    (cd "$tmp" && BIGCODEBENCH_OVERRIDE_PATH=$tmp/ds.jsonl "$(dirname "$BCB_PYTHON")/bigcodebench.evaluate" \
+        --split complete --subset "$subset" --samples s.jsonl --execution local \
+        --check_gt_only --parallel "$parallel" </dev/null >"$out/original.log" 2>&1) || true
+    end=$(date +%s.%N)
+    echo "{\"executor\":\"original\",\"wall_secs\":$(echo "$end - $start" | bc)}" >"$out/original.summary.json"
+    cat "$out/original.summary.json" >&2
+fi
+
+"$BCB_PYTHON" - "$out" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+S = {}
+for name in ("pool", "process", "original"):
+    p = os.path.join(out, name + ".summary.json")
+    if os.path.exists(p) and os.path.getsize(p):
+        S[name] = json.load(open(p))
+for name, s in S.items():
+    if name == "original":
+        print(f"original: wall {s['wall_secs']:.1f}s")
+        continue
+    print(f"{name:8s} pass {s['pass']}/{s['tasks']}  wall {s['wall_secs']:.1f}s  "
+          f"cpu {s['cpu_secs_self'] + s['cpu_secs_children']:.1f}s  {s['samples_per_sec']:.2f} samples/s  "
+          f"peak RSS (orchestrator) {s['peak_rss_mb_self']:.1f} MB  floor {s['floor_secs']:.1f}s  "
+          f"wall/floor {s['wall_secs'] / s['floor_secs']:.2f}  median overhead {s['median_overhead_secs'] * 1000:.0f} ms")
+if "pool" in S and "process" in S:
+    a, b = S["pool"], S["process"]
+    print(f"process/pool: wall {b['wall_secs'] / a['wall_secs']:.2f}x, "
+          f"median overhead {b['median_overhead_secs'] / a['median_overhead_secs']:.1f}x")
+    if "original" in S:
+        print(f"original/pool wall: {S['original']['wall_secs'] / a['wall_secs']:.2f}x")
+    load = lambda n: {r["task_id"]: r for r in map(json.loads, open(os.path.join(out, n + ".jsonl")))}
+    pa, pr = load("pool"), load("process")
+    diff = [t for t in pa if t in pr and pa[t]["status"] != pr[t]["status"]]
+    print(f"verdict differences pool vs process: {len(diff)}")
+    for t in sorted(diff, key=lambda t: int(t.split("/")[-1])):
+        print(f"  {t}: pool={pa[t]['status']} ({pa[t]['note']}) process={pr[t]['status']} ({pr[t]['note']})")
+    fails = sorted((t for t in pa if pa[t]["status"] != "pass"), key=lambda t: int(t.split("/")[-1]))
+    print("pool non-pass:", " ".join(t.split("/")[-1] for t in fails))
+print("results in", out)
+PY
