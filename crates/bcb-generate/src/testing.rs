@@ -228,14 +228,8 @@ async fn handle(
 /// installed and `BCB_REQUIRE_LLM` is not `1` (then the caller skips, saying so).
 pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
     let required = std::env::var("BCB_REQUIRE_LLM").is_ok_and(|v| v == "1");
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let dir = home.join(".cache/bcb/test-llm");
-    let python = std::env::var_os("BCB_LLM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.join("venv/bin/python"));
-    let model = std::env::var_os("BCB_LLM_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.join("model.gguf"));
+    let python = llm_python_path();
+    let model = llm_model_path();
     if !python.exists() || !model.exists() {
         assert!(
             !required,
@@ -254,6 +248,16 @@ pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
         gemma_template: true,
     };
     Some(LocalServer::start(&model, "gemma-test", n_parallel, &opts).expect("start the test llama.cpp server"))
+}
+
+/// The Python that has `xllamacpp`, as the tests find it.
+pub fn llm_python_path() -> PathBuf {
+    std::env::var_os("BCB_LLM_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".cache/bcb/test-llm/venv/bin/python")
+    })
 }
 
 /// Path of the test model, when installed.
