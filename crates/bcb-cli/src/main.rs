@@ -41,12 +41,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Die quietly on a closed pipe (`bcb dataset | head`) like other Unix tools, instead of
-    // panicking inside println!.
-    // SAFETY: setting a signal disposition to the default before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     let cli = Cli::parse_from(common::normalize_legacy_args(std::env::args_os()));
     common::init_logging(cli.verbose);
     let result = match cli.command {
@@ -60,9 +54,19 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // A closed stdout (`bcb dataset | head`) is not an error. SIGPIPE stays ignored (Rust's
+        // default) because the executors write to worker pipes that may close under them.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)
         }
     }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -1,5 +1,6 @@
 //! `bcb dataset`: what a dataset is and where it came from.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use crate::common::DatasetArgs;
@@ -34,27 +35,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "content_md5": ds.md5,
             "libraries": libs.iter().map(|(l, n)| serde_json::json!({"name": l, "tasks": n})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("subset          {}", ds.subset);
-    println!("version         {}", ds.version);
-    println!("tasks           {}", ds.len());
-    println!("source          {}", source.describe());
-    println!("file sha256     {file_sha256}");
-    println!("content sha256  {}", ds.sha256);
-    println!("content md5     {}", ds.md5);
-    println!("libraries       {} distinct", libs.len());
+    let mut w = std::io::stdout().lock();
+    writeln!(w, "subset          {}", ds.subset)?;
+    writeln!(w, "version         {}", ds.version)?;
+    writeln!(w, "tasks           {}", ds.len())?;
+    writeln!(w, "source          {}", source.describe())?;
+    writeln!(w, "file sha256     {file_sha256}")?;
+    writeln!(w, "content sha256  {}", ds.sha256)?;
+    writeln!(w, "content md5     {}", ds.md5)?;
+    writeln!(w, "libraries       {} distinct", libs.len())?;
     let shown = if args.top == 0 {
         libs.len()
     } else {
         args.top.min(libs.len())
     };
     for (lib, n) in &libs[..shown] {
-        println!("  {n:>5}  {lib}");
+        writeln!(w, "  {n:>5}  {lib}")?;
     }
     if shown < libs.len() {
-        println!("  ... {} more (--top 0 lists all)", libs.len() - shown);
+        writeln!(w, "  ... {} more (--top 0 lists all)", libs.len() - shown)?;
     }
     Ok(ExitCode::SUCCESS)
 }
