@@ -404,7 +404,10 @@ fn scan_statement(lines: &Lines, s: usize, version: PythonVersion) -> Stmt {
                 }
                 after_decorator = line.trim_start_matches('\x0c').starts_with('@');
             }
-            if line.trim_start_matches([' ', '\t', '\x0c']).starts_with('\\') {
+            if line
+                .trim_start_matches([' ', '\t', '\x0c'])
+                .starts_with('\\')
+            {
                 return uncertain(first);
             }
         }
@@ -588,6 +591,9 @@ mod tests {
     fn nothing_parses_gives_first_line() {
         let t = "Hello there’s nothing\nHere's none either\n`x`";
         assert_eq!(code_extract(t), "Hello there’s nothing");
-        assert_eq!(code_extract_naive(t, PythonVersion::Py311), "Hello there’s nothing");
+        assert_eq!(
+            code_extract_naive(t, PythonVersion::Py311),
+            "Hello there’s nothing"
+        );
     }
 }

@@ -31,7 +31,10 @@ pub(crate) fn target_code_or_empty(code: &str, entrypoint: Option<&str>) -> Stri
     // First child of type `identifier`, like `get_definition_name` (None if there is none).
     let def_name = |n: Node| {
         let mut c = n.walk();
-        let name = n.children(&mut c).find(|ch| ch.kind() == "identifier").map(text);
+        let name = n
+            .children(&mut c)
+            .find(|ch| ch.kind() == "identifier")
+            .map(text);
         name
     };
 
@@ -129,7 +132,9 @@ fn collect_identifiers(node: Node, bytes: &[u8], out: &mut HashSet<String>) {
         let mut c = n.walk();
         for ch in n.children(&mut c) {
             if ch.kind() == "identifier" {
-                out.insert(String::from_utf8_lossy(&bytes[ch.start_byte()..ch.end_byte()]).into_owned());
+                out.insert(
+                    String::from_utf8_lossy(&bytes[ch.start_byte()..ch.end_byte()]).into_owned(),
+                );
             } else {
                 stack.push(ch);
             }

@@ -88,7 +88,11 @@ pub fn syntax_error(code: &str, version: PythonVersion) -> Option<SyntaxErrorInf
     if let Some(pos) = code.find('\0') {
         // CPython refuses NUL in source (3.11: ValueError, which the original does not even
         // catch; 3.12: SyntaxError). Either way the code is not usable.
-        return Some(at(code, pos, "source code cannot contain null bytes".into()));
+        return Some(at(
+            code,
+            pos,
+            "source code cannot contain null bytes".into(),
+        ));
     }
     let options = ParseOptions::from(Mode::Module).with_target_version(version.ruff());
     let parsed = parse_unchecked(code, options);

@@ -37,7 +37,10 @@ fn upstream_python() -> Result<PathBuf, String> {
         return if p.exists() {
             Ok(p)
         } else {
-            Err(format!("BCB_UPSTREAM_PYTHON={} does not exist", p.display()))
+            Err(format!(
+                "BCB_UPSTREAM_PYTHON={} does not exist",
+                p.display()
+            ))
         };
     }
     let script = workspace_root().join(".ci/setup-sanitize.sh");
@@ -121,7 +124,11 @@ fn byte_identical_to_the_original_sanitizer() {
         Some(f) => {
             let tasks = load_tasks(&f);
             for a in answers(&tasks, ANSWERS, 20250101) {
-                cases.push((a.text, a.entry_point, format!("{} [{}]", a.task_id, a.recipe)));
+                cases.push((
+                    a.text,
+                    a.entry_point,
+                    format!("{} [{}]", a.task_id, a.recipe),
+                ));
             }
         }
         None => {
@@ -216,6 +223,11 @@ fn syntax_check_agrees_with_ast_parse() {
         disagree.is_empty(),
         "{} disagreements, e.g.:\n{}",
         disagree.len(),
-        disagree.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+        disagree
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

@@ -236,7 +236,11 @@ pub fn make_answer(task: &Task, seed: u64) -> Answer {
                 0 => parts.push(String::new()),
                 1 => parts.push("I cannot help with that.".into()),
                 2 => parts.push(format!("def {}(): return 1", task.entry_point)),
-                _ => parts.push(format!("{}\n{}", rng.pick(PROSE_BEFORE), rng.pick(PROSE_AFTER))),
+                _ => parts.push(format!(
+                    "{}\n{}",
+                    rng.pick(PROSE_BEFORE),
+                    rng.pick(PROSE_AFTER)
+                )),
             }
         }
     }
