@@ -177,14 +177,10 @@ pub fn failure_summary(entry: &GtEntry) -> String {
     let Some((name, trace)) = entry.details.iter().next() else {
         return entry.status.as_str().into();
     };
-    let trace = trace.as_str().unwrap_or_default();
-    let last = trace
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let mut line = format!("{name}: {last}");
+    let mut line = format!(
+        "{name}: {}",
+        trace_reason(trace.as_str().unwrap_or_default())
+    );
     if line.len() > 160 {
         let cut = (0..=157)
             .rev()
@@ -194,4 +190,52 @@ pub fn failure_summary(entry: &GtEntry) -> String {
         line.push_str("...");
     }
     line
+}
+
+/// The exception line of a traceback; NLTK's multi-line LookupError becomes the resource name.
+fn trace_reason(trace: &str) -> String {
+    if let Some(rest) = trace.split_once("Resource ").map(|(_, r)| r) {
+        if let Some((resource, _)) = rest.split_once(" not found") {
+            let plain: String = strip_ansi(resource);
+            return format!("NLTK data `{}` not found", plain.trim());
+        }
+    }
+    trace
+        .lines()
+        .rev()
+        .map(str::trim_end)
+        .find(|l| !l.is_empty() && !l.starts_with(' ') && !l.chars().all(|c| c == '*'))
+        .unwrap_or("")
+        .to_string()
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skip to the end of the escape sequence (a letter).
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_one_line() {
+        let nltk = "Traceback...\nLookupError: \n**********\n  Resource \u{1b}[93mstopwords\u{1b}[0m not found.\n  Please use\n**********\n";
+        assert_eq!(trace_reason(nltk), "NLTK data `stopwords` not found");
+        let plain = "Traceback (most recent call last):\n  File \"x\", line 1\n    foo()\nValueError: bad\n";
+        assert_eq!(trace_reason(plain), "ValueError: bad");
+    }
 }
