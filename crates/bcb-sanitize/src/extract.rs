@@ -33,6 +33,7 @@
 //!      end of the file (only NEWLINE/DEDENT/ENDMARKER follow it), so if a *complete*
 //!      statement `T` (one whose successor starts at line `c`) does not parse on its own, no
 //!      span containing line `c` parses: `D(i) = c`.
+//!
 //!    The scanner below tracks exactly the tokenizer state needed for this (strings, brackets,
 //!    comments, continuations, column 0). Where it could disagree with CPython (a stray
 //!    `\r`, control characters, a BOM, very deep nesting, 3.12 f-strings with nested code that
@@ -519,7 +520,7 @@ fn scan_statement(lines: &Lines, s: usize, version: PythonVersion) -> Stmt {
         if let Some(st) = string {
             // A single-quoted string must end on its line unless an odd run of backslashes
             // escapes the newline (an even run is escaped backslashes).
-            if !st.triple && trailing_backslashes(line) % 2 == 0 {
+            if !st.triple && trailing_backslashes(line).is_multiple_of(2) {
                 if st.fdepth > 0 {
                     return uncertain(first);
                 }
