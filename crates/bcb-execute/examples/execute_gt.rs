@@ -77,6 +77,9 @@ fn main() -> anyhow::Result<()> {
             "wall_secs": out.wall_secs, "note": out.note,
             "details": out.details.keys().collect::<Vec<_>>(),
         });
+        if std::env::var_os("BCB_SHOW_DETAILS").is_some() {
+            eprintln!("{}", serde_json::to_string_pretty(&out.details).unwrap_or_default());
+        }
         println!("{line}");
         results
             .lock()

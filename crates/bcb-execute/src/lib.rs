@@ -2,6 +2,15 @@
 //!
 //! The orchestrator (`bcb-eval`) builds [`Job`]s and hands them to an [`Executor`];
 //! backends decide how to isolate and how many run at once.
+//!
+//! Both backends drive the same Python harness (`python/harness.py`, embedded): a supervisor
+//! that forks one child per sample; the child isolates itself (PID/mount/net/IPC/UTS
+//! namespaces, read-only filesystem with private tmpfs, cgroups, no capabilities, or
+//! Landlock + seccomp + rlimits where namespaces are not permitted) and then runs the sample
+//! with bigcodebench 0.2.5's verdict rules. [`ProcessExecutor`] starts a fresh interpreter
+//! per sample; [`PoolExecutor`] keeps one pre-warmed interpreter per worker and forks it.
+//! `BCB_SANDBOX=basic` forces the degraded level, `BCB_SANDBOX=none` turns the kernel
+//! protections off (rlimits, process-group kill and the environment allow-list stay).
 
 use std::path::PathBuf;
 use std::time::Duration;
