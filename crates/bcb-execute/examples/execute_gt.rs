@@ -78,7 +78,10 @@ fn main() -> anyhow::Result<()> {
             "details": out.details.keys().collect::<Vec<_>>(),
         });
         if std::env::var_os("BCB_SHOW_DETAILS").is_some() {
-            eprintln!("{}", serde_json::to_string_pretty(&out.details).unwrap_or_default());
+            eprintln!(
+                "{}",
+                serde_json::to_string_pretty(&out.details).unwrap_or_default()
+            );
         }
         println!("{line}");
         results
