@@ -202,6 +202,44 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     );
     let pk = read_json(&env.path("bad_pass_at_k.json"));
     assert_eq!(pk["pass@1"], json!(0.5)); // task 0: 0/4, task 4: 1/1
+
+    // inspect lays out the failing task (only), with upstream's file names, and an index.
+    let save = env.path("inspect");
+    let results_path = env.path("bad_eval_results.json");
+    let out = env.run(&[
+        "inspect",
+        "--eval_results",
+        results_path.to_str().unwrap(),
+        "--split",
+        "complete",
+        "--save_path",
+        save.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = save.join("bad_eval_results").join("BigCodeBench/0");
+    for f in [
+        "ground_truth.py",
+        "test_case.py",
+        "completion_0.py",
+        "completion_3.py",
+        "complete_1_execution_trace.txt",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    assert!(
+        !save
+            .join("bad_eval_results")
+            .join("BigCodeBench/4")
+            .exists(),
+        "passing tasks are not written"
+    );
+    let trace = std::fs::read_to_string(dir.join("complete_1_execution_trace.txt")).unwrap();
+    assert_eq!(trace, format!("Test Case: ALL\n\nboom{}\n", "=".repeat(50)));
+    let index = std::fs::read_to_string(save.join("bad_eval_results").join("README.md")).unwrap();
+    assert!(
+        index.contains("| [BigCodeBench/0](BigCodeBench/0/) | 0/4 | fail fail timeout fail |"),
+        "{index}"
+    );
 }
 
 #[test]

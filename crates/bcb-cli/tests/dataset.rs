@@ -1,0 +1,116 @@
+//! `bcb dataset` on the real files: counts and checksums for every version and subset.
+
+use std::process::Command;
+
+fn dataset_dir() -> Option<std::path::PathBuf> {
+    match std::env::var_os("BCB_DATASET_DIR") {
+        Some(d) => Some(d.into()),
+        None if std::env::var("BCB_REQUIRE_DATA").is_ok_and(|v| v == "1") => {
+            panic!("BCB_DATASET_DIR must point at the BigCodeBench files")
+        }
+        None => {
+            eprintln!("SKIP: set BCB_DATASET_DIR to the BigCodeBench files");
+            None
+        }
+    }
+}
+
+#[test]
+fn every_version_has_the_right_count_and_checksum() {
+    let Some(dir) = dataset_dir() else { return };
+    let sums = std::fs::read_to_string(dir.join("SHA256SUMS")).unwrap();
+    let mut checked = 0;
+    for line in sums.lines() {
+        let Some((sum, file)) = line.split_once("  ") else {
+            continue;
+        };
+        let Some(rest) = file
+            .strip_prefix("bigcodebench-")
+            .and_then(|f| f.strip_suffix(".jsonl.gz"))
+        else {
+            continue;
+        };
+        let (subset, version, count) = match rest.strip_prefix("hard-") {
+            Some(v) => ("hard", v, 148),
+            None => ("full", rest, 1140),
+        };
+        let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+            .args([
+                "dataset",
+                "--json",
+                "--offline",
+                "--subset",
+                subset,
+                "--version",
+                version,
+            ])
+            .env("BCB_DATASET_DIR", &dir)
+            .env(
+                "BCB_CACHE_DIR",
+                std::env::temp_dir().join("bcb-dataset-test-empty-cache"),
+            )
+            .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["tasks"], count, "{file}");
+        assert_eq!(j["file_sha256"], sum, "{file}");
+        assert_eq!(j["version"], version);
+        assert!(j["libraries"].as_array().unwrap().len() > 50, "{file}");
+        checked += 1;
+    }
+    assert_eq!(checked, 12, "six versions x two subsets");
+}
+
+#[test]
+fn content_sha256_of_the_default_version_matches_the_published_value() {
+    let Some(dir) = dataset_dir() else { return };
+    for (subset, sha) in [
+        (
+            "full",
+            "0a02220ab46eb02034d8e58f69fa1ac926f7e9a2b62a69c5c3a179a26edd6491",
+        ),
+        (
+            "hard",
+            "af4fed119f71fca6dda51251c294bf566f6ba6c394ee14525152a1a319eab432",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+            .args(["dataset", "--json", "--offline", "--subset", subset])
+            .env("BCB_DATASET_DIR", &dir)
+            .output()
+            .unwrap();
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["content_sha256"], sha);
+        assert_eq!(j["version"], "v0.1.4");
+    }
+}
+
+#[test]
+fn unknown_version_and_missing_file_are_clear_errors() {
+    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+        .args(["dataset", "--version", "v9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dataset version `v9`"));
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+        .args(["dataset", "--offline"])
+        .env("BCB_DATASET_DIR", empty.path())
+        .env("BCB_CACHE_DIR", empty.path())
+        .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("offline mode is on") && err.contains("--dataset FILE"),
+        "{err}"
+    );
+}
