@@ -208,11 +208,7 @@ pub fn evaluate_samples(
 }
 
 /// Reads the samples and builds what will be executed, checking ids against the dataset.
-fn prepare(
-    dataset: &Dataset,
-    samples_path: &Path,
-    calibrated: bool,
-) -> anyhow::Result<Vec<Work>> {
+fn prepare(dataset: &Dataset, samples_path: &Path, calibrated: bool) -> anyhow::Result<Vec<Work>> {
     let samples = read_samples(samples_path)?;
     let mut per_task: HashMap<&str, usize> = HashMap::new();
     let mut work = Vec::with_capacity(samples.len());

@@ -25,9 +25,13 @@ pub fn env() -> Option<Env> {
             cache: tempfile::tempdir().unwrap(),
             work: tempfile::tempdir().unwrap(),
         }),
-        _ if required => panic!("BCB_PYTHON and BCB_DATASET_DIR must point at the eval env and dataset"),
+        _ if required => {
+            panic!("BCB_PYTHON and BCB_DATASET_DIR must point at the eval env and dataset")
+        }
         _ => {
-            eprintln!("SKIP: set BCB_PYTHON (eval env python) and BCB_DATASET_DIR to run this test");
+            eprintln!(
+                "SKIP: set BCB_PYTHON (eval env python) and BCB_DATASET_DIR to run this test"
+            );
             None
         }
     }
@@ -83,8 +87,10 @@ pub fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
 }
 
 pub fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-        .unwrap()
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
 }
 
 pub fn stderr(out: &Output) -> String {
