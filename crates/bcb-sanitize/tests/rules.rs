@@ -228,7 +228,7 @@ fn fast_search_on_dataset_answers() {
     let tasks = common::answers::load_tasks(&f);
     // Naive is cubic: keep the answers short enough.
     let mut checked = 0;
-    for a in common::answers::answers(&tasks, 400, 99) {
+    for a in common::answers::answers(&tasks, 200, 99) {
         if a.text.split('\n').count() > 45 {
             continue;
         }
@@ -241,5 +241,5 @@ fn fast_search_on_dataset_answers() {
         );
         checked += 1;
     }
-    assert!(checked > 50, "only {checked} short answers");
+    assert!(checked > 25, "only {checked} short answers");
 }
