@@ -29,7 +29,8 @@ fn rows(path: &Path) -> Vec<Value> {
 fn per_task(rows: &[Value]) -> HashMap<String, usize> {
     let mut m = HashMap::new();
     for r in rows {
-        *m.entry(r["task_id"].as_str().unwrap().to_string()).or_default() += 1;
+        *m.entry(r["task_id"].as_str().unwrap().to_string())
+            .or_default() += 1;
     }
     m
 }
@@ -41,28 +42,55 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let dir = tempfile::tempdir().unwrap();
     let args = |root: &Path| -> Vec<String> {
         [
-            "generate", "--subset", "hard", "--split", "instruct", "--model", "gemma-test",
-            "--backend", "openai", "--base-url", &format!("{}/v1", proxy.url()),
-            "--id-range", "0-10", "--n-samples", "3", "--temperature", "0.8",
-            "--max-tokens", "16", "--concurrency", "2", "--no-progress", "--root",
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "gemma-test",
+            "--backend",
+            "openai",
+            "--base-url",
+            &format!("{}/v1", proxy.url()),
+            "--id-range",
+            "0-10",
+            "--n-samples",
+            "3",
+            "--temperature",
+            "0.8",
+            "--max-tokens",
+            "16",
+            "--concurrency",
+            "2",
+            "--no-progress",
+            "--root",
             root.to_str().unwrap(),
         ]
         .iter()
         .map(|s| s.to_string())
         .collect()
     };
-    let file: PathBuf = dir
-        .path()
-        .join("gemma-test--main--bigcodebench-hard-instruct--openai-0.8-3-sanitized_calibrated.jsonl");
+    let file: PathBuf = dir.path().join(
+        "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-3-sanitized_calibrated.jsonl",
+    );
 
     // First run: SIGKILL once about half the samples are on disk.
-    let mut child = bcb().args(args(dir.path())).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = bcb()
+        .args(args(dir.path()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         if rows(&file).len() >= 15 {
             break;
         }
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be killed"
+        );
         assert!(Instant::now() < deadline, "no progress in 600 s");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -71,13 +99,21 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let after_kill = rows(&file);
     let kept = std::fs::read_to_string(&file).unwrap();
     let counts = per_task(&after_kill);
-    assert!(after_kill.len() >= 15 && after_kill.len() < 30, "{}", after_kill.len());
+    assert!(
+        after_kill.len() >= 15 && after_kill.len() < 30,
+        "{}",
+        after_kill.len()
+    );
     assert!(counts.values().all(|&c| c <= 3));
     let first_run_requests = proxy.received();
 
     // Second run: only the missing samples are asked for.
     let out = bcb().args(args(dir.path())).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let second: Vec<(String, Value)> = proxy.bodies()[first_run_requests as usize..].to_vec();
     let final_rows = rows(&file);
     assert_eq!(final_rows.len(), 30);
@@ -94,8 +130,16 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let kept_complete = &kept[..kept.rfind('\n').map_or(0, |i| i + 1)];
     assert!(now.starts_with(kept_complete));
     // One request per task that still missed samples, asking for exactly the missing count.
-    assert_eq!(second.len(), missing.len(), "requests in the re-run: {}", second.len());
-    let asked: usize = second.iter().map(|(_, b)| b["n"].as_u64().unwrap() as usize).sum();
+    assert_eq!(
+        second.len(),
+        missing.len(),
+        "requests in the re-run: {}",
+        second.len()
+    );
+    let asked: usize = second
+        .iter()
+        .map(|(_, b)| b["n"].as_u64().unwrap() as usize)
+        .sum();
     assert_eq!(asked, missing.values().sum::<usize>());
     eprintln!(
         "kill -9 after {} samples; first run sent {first_run_requests} requests, re-run {} requests for {} samples",
@@ -113,21 +157,35 @@ fn generate_local_gguf_model_serves_it_for_the_run_and_stops_it() {
     let dir = tempfile::tempdir().unwrap();
     let model = llm_model_path();
     let out = bcb()
-        .args(["generate", "--subset", "hard", "--split", "complete", "--model"])
+        .args([
+            "generate", "--subset", "hard", "--split", "complete", "--model",
+        ])
         .arg(&model)
         .arg("--llm-python")
         .arg(llm_python_path())
-        .args(["--chat-template", "gemma", "--id-range", "0-2", "--max-tokens", "16", "--no-progress", "--root"])
+        .args([
+            "--chat-template",
+            "gemma",
+            "--id-range",
+            "0-2",
+            "--max-tokens",
+            "16",
+            "--no-progress",
+            "--root",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let stem = model.file_stem().unwrap().to_str().unwrap();
-    let file = dir
-        .path()
-        .join(format!("{stem}--main--bigcodebench-hard-complete--llamacpp-0-1-sanitized_calibrated.jsonl"));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), file.to_str().unwrap());
+    let file = dir.path().join(format!(
+        "{stem}--main--bigcodebench-hard-complete--llamacpp-0-1-sanitized_calibrated.jsonl"
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        file.to_str().unwrap()
+    );
     assert_eq!(per_task(&rows(&file)).values().sum::<usize>(), 2);
     assert!(stderr.contains("2 generated of 2 wanted"), "{stderr}");
 }
@@ -137,7 +195,18 @@ fn generate_reports_a_missing_api_key_before_any_request() {
     let dir = tempfile::tempdir().unwrap();
     let out = bcb()
         .env_remove("OPENAI_API_KEY")
-        .args(["generate", "--subset", "hard", "--split", "instruct", "--model", "gpt-4o", "--backend", "openai", "--root"])
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "gpt-4o",
+            "--backend",
+            "openai",
+            "--root",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();

@@ -99,7 +99,11 @@ pub fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duratio
     {
         return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
     }
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let v = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(secs) = v.parse::<f64>() {
         return Some(Duration::from_secs_f64(secs.max(0.0)));
     }
@@ -142,8 +146,14 @@ mod tests {
         assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(250)));
         let mut h = reqwest::header::HeaderMap::new();
         let later = std::time::SystemTime::now() + Duration::from_secs(30);
-        h.insert("retry-after", httpdate::fmt_http_date(later).parse().unwrap());
+        h.insert(
+            "retry-after",
+            httpdate::fmt_http_date(later).parse().unwrap(),
+        );
         let d = parse_retry_after(&h).unwrap();
-        assert!(d > Duration::from_secs(25) && d <= Duration::from_secs(30), "{d:?}");
+        assert!(
+            d > Duration::from_secs(25) && d <= Duration::from_secs(30),
+            "{d:?}"
+        );
     }
 }

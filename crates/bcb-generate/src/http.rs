@@ -65,7 +65,10 @@ impl Http {
             .map_err(|e| ApiError::from_reqwest(url, &e))?;
         serde_json::from_slice(&bytes).map_err(|e| ApiError::Protocol {
             url: url.to_string(),
-            message: format!("not JSON ({e}): {}", excerpt(&String::from_utf8_lossy(&bytes))),
+            message: format!(
+                "not JSON ({e}): {}",
+                excerpt(&String::from_utf8_lossy(&bytes))
+            ),
         })
     }
 }

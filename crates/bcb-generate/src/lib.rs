@@ -19,7 +19,9 @@ mod runner;
 pub mod testing;
 
 pub use error::{ApiError, ErrorClass};
-pub use options::{Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature};
+pub use options::{
+    Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature,
+};
 pub use runner::{build_prompt, run_codegen, Failure, Outcome};
 
 /// Runs generation and returns the samples file, or an error if any task still lacks samples

@@ -33,7 +33,10 @@ impl LocalServer {
             anyhow::bail!("model file {} does not exist", model.display());
         }
         let port = free_port()?;
-        let log = std::env::temp_dir().join(format!("bcb-llama-server-{}-{port}.log", std::process::id()));
+        let log = std::env::temp_dir().join(format!(
+            "bcb-llama-server-{}-{port}.log",
+            std::process::id()
+        ));
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create server log {}", log.display()))?;
         let mut cmd = Command::new(&opts.python);
@@ -72,7 +75,12 @@ impl LocalServer {
                 }
             }
         });
-        let mut server = LocalServer { child, _stdin: stdin, port, log };
+        let mut server = LocalServer {
+            child,
+            _stdin: stdin,
+            port,
+            log,
+        };
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             if rx.try_recv().is_ok() && server.healthy() {
@@ -105,8 +113,7 @@ impl LocalServer {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        if s
-            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             .is_err()
         {
             return false;

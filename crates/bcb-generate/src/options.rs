@@ -89,7 +89,10 @@ impl Temperature {
     pub fn parse(literal: &str) -> Result<Self, String> {
         let display = crate::naming::python_number_str(literal)
             .ok_or_else(|| format!("temperature `{literal}` is not a number"))?;
-        let value: f64 = literal.trim().parse().map_err(|_| format!("temperature `{literal}` is not a number"))?;
+        let value: f64 = literal
+            .trim()
+            .parse()
+            .map_err(|_| format!("temperature `{literal}` is not a number"))?;
         if !(0.0..=2.0).contains(&value) {
             return Err(format!("temperature {value} is outside 0..=2"));
         }
@@ -243,12 +246,18 @@ impl GenerateOptions {
             anyhow::bail!("direct completion (base models) works only with --split complete: instruct prompts are not code to continue");
         }
         if self.direct_completion
-            && matches!(self.backend, Backend::Anthropic | Backend::Google | Backend::Mistral)
+            && matches!(
+                self.backend,
+                Backend::Anthropic | Backend::Google | Backend::Mistral
+            )
         {
             anyhow::bail!("the {} backend serves chat models only: --direct-completion needs an OpenAI-compatible, Ollama or local server", self.backend);
         }
         if self.prefill && matches!(self.backend, Backend::Google | Backend::Mistral) {
-            anyhow::bail!("the {} backend cannot continue a prefilled answer (--prefill)", self.backend);
+            anyhow::bail!(
+                "the {} backend cannot continue a prefilled answer (--prefill)",
+                self.backend
+            );
         }
         Ok(())
     }
@@ -340,10 +349,7 @@ impl ConfigFile {
 
     pub fn parse(text: &str, path: &Path) -> anyhow::Result<Self> {
         toml::from_str(text).map_err(|e| {
-            let (line, col) = e
-                .span()
-                .map(|s| line_col(text, s.start))
-                .unwrap_or((0, 0));
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
             anyhow::anyhow!("{}:{line}:{col}: {}", path.display(), e.message())
         })
     }
@@ -370,10 +376,29 @@ fn overlay(base: &mut ModelConfig, top: &ModelConfig) {
         ($($f:ident),*) => { $( if top.$f.is_some() { base.$f = top.$f.clone(); } )* };
     }
     take!(
-        model, backend, base_url, temperature, top_p, max_tokens, n_samples, seed, greedy,
-        reasoning_effort, reasoning_budget, reasoning_beta, instruction_prefix, response_prefix,
-        direct_completion, prefill, concurrency, requests_per_minute, tokens_per_minute,
-        max_retries, request_timeout, price_input, price_output
+        model,
+        backend,
+        base_url,
+        temperature,
+        top_p,
+        max_tokens,
+        n_samples,
+        seed,
+        greedy,
+        reasoning_effort,
+        reasoning_budget,
+        reasoning_beta,
+        instruction_prefix,
+        response_prefix,
+        direct_completion,
+        prefill,
+        concurrency,
+        requests_per_minute,
+        tokens_per_minute,
+        max_retries,
+        request_timeout,
+        price_input,
+        price_output
     );
 }
 

@@ -121,7 +121,10 @@ pub fn run_codegen(opts: &GenerateOptions, dataset: &Dataset) -> anyhow::Result<
 }
 
 /// The tasks selected by `--id-range` and the id list, in dataset order.
-fn selected_tasks<'a>(opts: &GenerateOptions, dataset: &'a Dataset) -> anyhow::Result<Vec<&'a Task>> {
+fn selected_tasks<'a>(
+    opts: &GenerateOptions,
+    dataset: &'a Dataset,
+) -> anyhow::Result<Vec<&'a Task>> {
     let mut tasks: Vec<&Task> = dataset.tasks().iter().collect();
     if let Some((lo, hi)) = opts.id_range {
         if lo >= hi {
@@ -134,7 +137,11 @@ fn selected_tasks<'a>(opts: &GenerateOptions, dataset: &'a Dataset) -> anyhow::R
         if !unknown.is_empty() {
             anyhow::bail!(
                 "task ids not in the dataset: {}",
-                unknown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                unknown
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         let keep: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
@@ -169,7 +176,17 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
     }
     let (journal, existing) = JsonlAppender::open(&path)
         .with_context(|| format!("cannot open the samples file {}", path.display()))?;
-    let journal = if opts.durable { journal } else { journal.without_sync() };
+    // Each line is written (so it survives a killed process) as it arrives; fsync (for power
+    // loss) is done once per batch of queued samples through a second handle to the same file.
+    let journal = journal.without_sync();
+    let syncer = if opts.durable {
+        Some(
+            std::fs::File::open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?,
+        )
+    } else {
+        None
+    };
     let mut have: HashMap<String, u32> = HashMap::new();
     for rec in &existing {
         if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
@@ -177,7 +194,10 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         }
     }
 
-    let concurrency = opts.concurrency.unwrap_or_else(|| opts.backend.default_concurrency()).max(1);
+    let concurrency = opts
+        .concurrency
+        .unwrap_or_else(|| opts.backend.default_concurrency())
+        .max(1);
     opts.concurrency = Some(concurrency);
 
     let mut already = 0u64;
@@ -265,7 +285,10 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
     let writer = {
         let task_ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
         let n_samples = opts.n_samples;
-        let mut counts: Vec<u32> = task_ids.iter().map(|id| have.get(id).copied().unwrap_or(0)).collect();
+        let mut counts: Vec<u32> = task_ids
+            .iter()
+            .map(|id| have.get(id).copied().unwrap_or(0))
+            .collect();
         let stats = stats.clone();
         let pb = pb.clone();
         let write_error = write_error.clone();
@@ -273,23 +296,40 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         let stop_notify = stop_notify.clone();
         let mut journal = journal;
         std::thread::spawn(move || {
-            for (ti, rows) in rx {
-                for (solution, raw) in rows {
-                    if counts[ti] >= n_samples {
-                        tracing::debug!("dropping an extra sample for {}", task_ids[ti]);
-                        continue;
+            let fail = |e: String| {
+                *write_error.lock().unwrap() = Some(e);
+                stop.store(true, Ordering::SeqCst);
+                stop_notify.notify_waiters();
+            };
+            while let Ok(first) = rx.recv() {
+                let mut batch = vec![first];
+                batch.extend(rx.try_iter());
+                for (ti, rows) in batch {
+                    for (solution, raw) in rows {
+                        if counts[ti] >= n_samples {
+                            tracing::debug!("dropping an extra sample for {}", task_ids[ti]);
+                            continue;
+                        }
+                        let row = Row {
+                            task_id: &task_ids[ti],
+                            solution,
+                            raw_solution: raw,
+                        };
+                        if let Err(e) = journal.append(&row) {
+                            return fail(format!(
+                                "cannot append to {}: {e}",
+                                journal.path().display()
+                            ));
+                        }
+                        counts[ti] += 1;
+                        stats.written.fetch_add(1, Ordering::Relaxed);
+                        pb.inc(1);
                     }
-                    let row = Row { task_id: &task_ids[ti], solution, raw_solution: raw };
-                    if let Err(e) = journal.append(&row) {
-                        *write_error.lock().unwrap() =
-                            Some(format!("cannot append to {}: {e}", journal.path().display()));
-                        stop.store(true, Ordering::SeqCst);
-                        stop_notify.notify_waiters();
-                        return;
+                }
+                if let Some(f) = &syncer {
+                    if let Err(e) = f.sync_data() {
+                        return fail(format!("cannot sync {}: {e}", journal.path().display()));
                     }
-                    counts[ti] += 1;
-                    stats.written.fetch_add(1, Ordering::Relaxed);
-                    pb.inc(1);
                 }
             }
         })
@@ -361,7 +401,10 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
     };
     let written = stats.written.load(Ordering::Relaxed);
     if let Some(e) = write_error.lock().unwrap().take() {
-        anyhow::bail!("{e}; the {written} samples written before are kept in {}", path.display());
+        anyhow::bail!(
+            "{e}; the {written} samples written before are kept in {}",
+            path.display()
+        );
     }
     if let Some(e) = fatal.lock().unwrap().take() {
         anyhow::bail!(
@@ -412,13 +455,10 @@ struct Limits {
 
 impl Limits {
     fn new(opts: &GenerateOptions) -> Self {
-        let rpm = opts
-            .requests_per_minute
-            .and_then(NonZeroU32::new)
-            .map(|r| {
-                // Evenly spaced: a burst of a whole minute's requests would trip the provider.
-                RateLimiter::direct(Quota::per_minute(r).allow_burst(NonZeroU32::MIN))
-            });
+        let rpm = opts.requests_per_minute.and_then(NonZeroU32::new).map(|r| {
+            // Evenly spaced: a burst of a whole minute's requests would trip the provider.
+            RateLimiter::direct(Quota::per_minute(r).allow_burst(NonZeroU32::MIN))
+        });
         let tpm = opts
             .tokens_per_minute
             .and_then(NonZeroU32::new)
@@ -466,7 +506,10 @@ impl UnitCtx {
         // A server may return fewer choices than asked; ask again for the rest (bounded).
         let mut short_answers = 0;
         while left > 0 {
-            let req = GenRequest { prompt: prompt.clone(), n: left };
+            let req = GenRequest {
+                prompt: prompt.clone(),
+                n: left,
+            };
             let est_tokens = (prompt_chars / 4) as u32 + self.opts.max_tokens.saturating_mul(left);
             let result = self.request_with_retries(&req, est_tokens).await;
             let resp = match result {
@@ -479,12 +522,20 @@ impl UnitCtx {
                         self.stop.store(true, Ordering::SeqCst);
                         self.stop_notify.notify_waiters();
                     }
-                    return Err(Failure { task_id: task.task_id.clone(), missing: left, error: msg });
+                    return Err(Failure {
+                        task_id: task.task_id.clone(),
+                        missing: left,
+                        error: msg,
+                    });
                 }
             };
             if let Some(u) = resp.usage {
-                self.stats.input_tokens.fetch_add(u.input_tokens, Ordering::Relaxed);
-                self.stats.output_tokens.fetch_add(u.output_tokens, Ordering::Relaxed);
+                self.stats
+                    .input_tokens
+                    .fetch_add(u.input_tokens, Ordering::Relaxed);
+                self.stats
+                    .output_tokens
+                    .fetch_add(u.output_tokens, Ordering::Relaxed);
             }
             let outputs: Vec<String> = resp.outputs.into_iter().take(left as usize).collect();
             if outputs.is_empty() {
@@ -525,7 +576,9 @@ impl UnitCtx {
             self.provider.generate(&self.http, req).await
         };
         op.retry(backoff)
-            .when(|e: &ApiError| e.class() == ErrorClass::Retry && !self.stop.load(Ordering::SeqCst))
+            .when(|e: &ApiError| {
+                e.class() == ErrorClass::Retry && !self.stop.load(Ordering::SeqCst)
+            })
             .adjust(|e: &ApiError, d: Option<Duration>| {
                 // The server's Retry-After wins over our own schedule (capped at 10 min).
                 match (d, e.retry_after()) {
@@ -544,7 +597,12 @@ impl UnitCtx {
         retry_min_delay()
     }
 
-    async fn to_rows(&self, task: &Task, prompt: &Prompt, outputs: Vec<String>) -> Vec<(String, String)> {
+    async fn to_rows(
+        &self,
+        task: &Task,
+        prompt: &Prompt,
+        outputs: Vec<String>,
+    ) -> Vec<(String, String)> {
         let entry = task.entry_point.clone();
         let prefix = match prompt {
             Prompt::Raw(p) => Some(p.clone()),

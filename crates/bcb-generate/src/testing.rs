@@ -21,12 +21,18 @@ use crate::options::LocalServerOptions;
 #[derive(Debug, Clone)]
 pub enum Fault {
     /// Answer with this status (and `Retry-After` seconds if given).
-    Status { status: u16, retry_after: Option<u64> },
+    Status {
+        status: u16,
+        retry_after: Option<u64>,
+    },
     /// Send headers, then cut the connection mid-body.
     DropConnection,
     /// Wait this long, then forward (longer than the client's timeout = a stall).
     Stall(Duration),
 }
+
+/// Header names and values of one request.
+pub type HeaderList = Vec<(String, String)>;
 
 /// Computes a canned answer: (status, content type, body).
 pub type Canned = Arc<dyn Fn(&str, &Value) -> (u16, &'static str, String) + Send + Sync>;
@@ -40,7 +46,7 @@ pub struct State {
     /// (path, JSON body) of every request received, in arrival order.
     pub bodies: Mutex<Vec<(String, Value)>>,
     /// (path, headers) of every request, for header checks.
-    pub headers: Mutex<Vec<(String, Vec<(String, String)>)>>,
+    pub headers: Mutex<Vec<(String, HeaderList)>>,
     faults: Mutex<VecDeque<Fault>>,
     upstream: Option<String>,
     canned: Option<Canned>,
@@ -88,9 +94,7 @@ impl TestServer {
                 .expect("runtime");
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                let app = axum::Router::new()
-                    .fallback(handle)
-                    .with_state(st);
+                let app = axum::Router::new().fallback(handle).with_state(st);
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = rx.await;
@@ -160,8 +164,13 @@ async fn handle(
     ));
     let fault = st.faults.lock().unwrap().pop_front();
     match fault {
-        Some(Fault::Status { status, retry_after }) => {
-            let mut b = Response::builder().status(status).header("content-type", "application/json");
+        Some(Fault::Status {
+            status,
+            retry_after,
+        }) => {
+            let mut b = Response::builder()
+                .status(status)
+                .header("content-type", "application/json");
             if let Some(s) = retry_after {
                 b = b.header("retry-after", s.to_string());
             }
@@ -196,7 +205,10 @@ async fn handle(
     }
     let upstream = st.upstream.as_deref().expect("proxy or stub");
     let client = st.client.as_ref().expect("client");
-    let url = format!("{upstream}{}", uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+    let url = format!(
+        "{upstream}{}",
+        uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+    );
     let mut req = client.request(method, &url).body(body);
     if let Some(ct) = headers.get("content-type") {
         req = req.header("content-type", ct.clone());
@@ -237,7 +249,9 @@ pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
             python.display(),
             model.display()
         );
-        eprintln!("SKIPPED: no test LLM (run .ci/setup-llm.sh, or set BCB_LLM_PYTHON and BCB_LLM_MODEL)");
+        eprintln!(
+            "SKIPPED: no test LLM (run .ci/setup-llm.sh, or set BCB_LLM_PYTHON and BCB_LLM_MODEL)"
+        );
         return None;
     }
     let opts = LocalServerOptions {
@@ -247,25 +261,32 @@ pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
         chat_template: None,
         gemma_template: true,
     };
-    Some(LocalServer::start(&model, "gemma-test", n_parallel, &opts).expect("start the test llama.cpp server"))
+    Some(
+        LocalServer::start(&model, "gemma-test", n_parallel, &opts)
+            .expect("start the test llama.cpp server"),
+    )
 }
 
 /// The Python that has `xllamacpp`, as the tests find it.
 pub fn llm_python_path() -> PathBuf {
-    std::env::var_os("BCB_LLM_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default()
-            .join(".cache/bcb/test-llm/venv/bin/python")
-    })
+    std::env::var_os("BCB_LLM_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".cache/bcb/test-llm/venv/bin/python")
+        })
 }
 
 /// Path of the test model, when installed.
 pub fn llm_model_path() -> PathBuf {
-    std::env::var_os("BCB_LLM_MODEL").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_default()
-            .join(".cache/bcb/test-llm/model.gguf")
-    })
+    std::env::var_os("BCB_LLM_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+                .join(".cache/bcb/test-llm/model.gguf")
+        })
 }

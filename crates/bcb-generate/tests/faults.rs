@@ -24,14 +24,30 @@ fn retryable_faults_are_retried_and_the_run_completes() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     stub.push_faults([
-        Fault::Status { status: 429, retry_after: Some(1) },
-        Fault::Status { status: 500, retry_after: None },
+        Fault::Status {
+            status: 429,
+            retry_after: Some(1),
+        },
+        Fault::Status {
+            status: 500,
+            retry_after: None,
+        },
         Fault::DropConnection,
         Fault::Stall(Duration::from_secs(5)),
-        Fault::Status { status: 503, retry_after: None },
+        Fault::Status {
+            status: 503,
+            retry_after: None,
+        },
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::OpenAi, "gpt-4o", Split::Instruct, Subset::Hard, format!("{}/v1", stub.url()), dir.path());
+    let mut o = common::quick_opts(
+        Backend::OpenAi,
+        "gpt-4o",
+        Split::Instruct,
+        Subset::Hard,
+        format!("{}/v1", stub.url()),
+        dir.path(),
+    );
     o.id_range = Some((0, 4));
     o.n_samples = 3;
     o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
@@ -50,7 +66,12 @@ fn retryable_faults_are_retried_and_the_run_completes() {
     let rows = lines(&out.path);
     assert_eq!(rows.len(), 12);
     for t in &ds.tasks()[..4] {
-        assert_eq!(rows.iter().filter(|r| r["task_id"] == t.task_id.as_str()).count(), 3);
+        assert_eq!(
+            rows.iter()
+                .filter(|r| r["task_id"] == t.task_id.as_str())
+                .count(),
+            3
+        );
     }
 }
 
@@ -60,7 +81,14 @@ fn unauthorized_stops_the_run_at_once_and_keeps_written_samples() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::Anthropic, "claude-x", Split::Instruct, Subset::Hard, stub.url(), dir.path());
+    let mut o = common::quick_opts(
+        Backend::Anthropic,
+        "claude-x",
+        Split::Instruct,
+        Subset::Hard,
+        stub.url(),
+        dir.path(),
+    );
     o.id_range = Some((0, 3));
     o.concurrency = Some(1);
     // First run: 3 tasks written.
@@ -68,7 +96,10 @@ fn unauthorized_stops_the_run_at_once_and_keeps_written_samples() {
     assert_eq!(first.written, 3);
     // Second run over 10 tasks: the first request gets 401.
     o.id_range = Some((0, 10));
-    stub.push_faults([Fault::Status { status: 401, retry_after: None }]);
+    stub.push_faults([Fault::Status {
+        status: 401,
+        retry_after: None,
+    }]);
     let before = stub.received();
     let t0 = Instant::now();
     let err = bcb_generate::run_codegen(&o, &ds).unwrap_err().to_string();
@@ -80,7 +111,10 @@ fn unauthorized_stops_the_run_at_once_and_keeps_written_samples() {
     assert_eq!(stub.received() - before, 1);
     assert_eq!(lines(&first.path).len(), 3);
     // A 400 fails only its request, without retries; the others go on.
-    stub.push_faults([Fault::Status { status: 400, retry_after: None }]);
+    stub.push_faults([Fault::Status {
+        status: 400,
+        retry_after: None,
+    }]);
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert_eq!(out.retries, 0);
     assert_eq!(out.failures.len(), 1, "{}", out.summary());
@@ -100,12 +134,23 @@ fn request_rate_limit_spaces_requests() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::OpenAi, "gpt-4o", Split::Instruct, Subset::Hard, format!("{}/v1", stub.url()), dir.path());
+    let mut o = common::quick_opts(
+        Backend::OpenAi,
+        "gpt-4o",
+        Split::Instruct,
+        Subset::Hard,
+        format!("{}/v1", stub.url()),
+        dir.path(),
+    );
     o.id_range = Some((0, 3));
     o.concurrency = Some(8);
     o.requests_per_minute = Some(120); // one every 0.5 s after the first
     let t0 = Instant::now();
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete());
-    assert!(t0.elapsed() >= Duration::from_millis(900), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t0.elapsed()
+    );
 }

@@ -23,7 +23,12 @@ fn check_samples(path: &std::path::Path, ds: &bcb_dataset::Dataset, per_task: us
     }
 }
 
-fn opts(backend: Backend, split: Split, base: String, root: &std::path::Path) -> bcb_generate::GenerateOptions {
+fn opts(
+    backend: Backend,
+    split: Split,
+    base: String,
+    root: &std::path::Path,
+) -> bcb_generate::GenerateOptions {
     let mut o = common::quick_opts(backend, "gemma-test", split, Subset::Hard, base, root);
     o.id_range = Some((0, 3));
     o.n_samples = 2;
@@ -39,7 +44,12 @@ fn llama_server_openai_chat_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let o = opts(Backend::OpenAi, Split::Instruct, format!("{}/v1", server.base_url()), dir.path());
+    let o = opts(
+        Backend::OpenAi,
+        Split::Instruct,
+        format!("{}/v1", server.base_url()),
+        dir.path(),
+    );
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());
     assert_eq!(
@@ -56,7 +66,12 @@ fn llama_server_openai_completions_direct_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = opts(Backend::OpenAi, Split::Complete, format!("{}/v1", server.base_url()), dir.path());
+    let mut o = opts(
+        Backend::OpenAi,
+        Split::Complete,
+        format!("{}/v1", server.base_url()),
+        dir.path(),
+    );
     o.direct_completion = true;
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());
@@ -77,7 +92,12 @@ fn llama_server_anthropic_messages_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let o = opts(Backend::Anthropic, Split::Instruct, server.base_url(), dir.path());
+    let o = opts(
+        Backend::Anthropic,
+        Split::Instruct,
+        server.base_url(),
+        dir.path(),
+    );
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());
     assert_eq!(
@@ -94,13 +114,24 @@ fn llama_server_behind_fault_proxy_completes_with_retries() {
     let Some(server) = llm_server(2) else { return };
     let proxy = TestServer::proxy(&server.base_url());
     proxy.push_faults([
-        Fault::Status { status: 429, retry_after: Some(1) },
+        Fault::Status {
+            status: 429,
+            retry_after: Some(1),
+        },
         Fault::DropConnection,
-        Fault::Status { status: 502, retry_after: None },
+        Fault::Status {
+            status: 502,
+            retry_after: None,
+        },
     ]);
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = opts(Backend::OpenAi, Split::Instruct, format!("{}/v1", proxy.url()), dir.path());
+    let mut o = opts(
+        Backend::OpenAi,
+        Split::Instruct,
+        format!("{}/v1", proxy.url()),
+        dir.path(),
+    );
     o.concurrency = Some(1);
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());

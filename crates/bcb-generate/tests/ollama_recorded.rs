@@ -17,9 +17,16 @@ fn ollama_recorded() -> bcb_generate::testing::Canned {
         let model = body["model"].as_str().unwrap_or("").to_string();
         let mut out = String::new();
         if path == "/api/chat" {
-            for piece in ["```python\nimport os\n", "def task_func():\n", "    return os.sep\n```"] {
-                out.push_str(&json!({"model": model, "created_at": "2023-08-04T08:52:19.385406455-07:00",
-                    "message": {"role": "assistant", "content": piece}, "done": false}).to_string());
+            for piece in [
+                "```python\nimport os\n",
+                "def task_func():\n",
+                "    return os.sep\n```",
+            ] {
+                out.push_str(
+                    &json!({"model": model, "created_at": "2023-08-04T08:52:19.385406455-07:00",
+                    "message": {"role": "assistant", "content": piece}, "done": false})
+                    .to_string(),
+                );
                 out.push('\n');
             }
             out.push_str(&json!({"model": model, "created_at": "2023-08-04T19:22:45.499127Z",
@@ -30,15 +37,22 @@ fn ollama_recorded() -> bcb_generate::testing::Canned {
             (200, "application/x-ndjson", out)
         } else if path == "/api/generate" {
             for piece in ["    return", " os.sep\n"] {
-                out.push_str(&json!({"model": model, "created_at": "2023-08-04T08:52:19.385406455-07:00",
-                    "response": piece, "done": false}).to_string());
+                out.push_str(
+                    &json!({"model": model, "created_at": "2023-08-04T08:52:19.385406455-07:00",
+                    "response": piece, "done": false})
+                    .to_string(),
+                );
                 out.push('\n');
             }
             out.push_str(&json!({"model": model, "created_at": "2023-08-04T19:22:45.499127Z", "response": "",
                 "done": true, "context": [1, 2, 3], "prompt_eval_count": 26, "eval_count": 290}).to_string());
             (200, "application/x-ndjson", out)
         } else {
-            (404, "application/json", json!({"error": format!("model '{model}' not found")}).to_string())
+            (
+                404,
+                "application/json",
+                json!({"error": format!("model '{model}' not found")}).to_string(),
+            )
         }
     })
 }
@@ -48,7 +62,14 @@ fn ollama_chat_recorded_exchange_streams_and_counts_tokens() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(ollama_recorded());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::Ollama, "qwen2.5-coder:7b", Split::Instruct, Subset::Hard, stub.url(), dir.path());
+    let mut o = common::quick_opts(
+        Backend::Ollama,
+        "qwen2.5-coder:7b",
+        Split::Instruct,
+        Subset::Hard,
+        stub.url(),
+        dir.path(),
+    );
     o.id_range = Some((0, 2));
     o.n_samples = 2;
     o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
@@ -72,8 +93,14 @@ fn ollama_chat_recorded_exchange_streams_and_counts_tokens() {
     );
     let text = std::fs::read_to_string(&out.path).unwrap();
     let row: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(row["raw_solution"], "```python\nimport os\ndef task_func():\n    return os.sep\n```");
-    assert!(out.path.to_string_lossy().ends_with("--ollama-0.8-2-sanitized_calibrated.jsonl"));
+    assert_eq!(
+        row["raw_solution"],
+        "```python\nimport os\ndef task_func():\n    return os.sep\n```"
+    );
+    assert!(out
+        .path
+        .to_string_lossy()
+        .ends_with("--ollama-0.8-2-sanitized_calibrated.jsonl"));
 }
 
 #[test]
@@ -81,7 +108,14 @@ fn ollama_generate_recorded_exchange_for_direct_completion() {
     let ds = common::dataset(Subset::Full);
     let stub = TestServer::stub(ollama_recorded());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::Ollama, "starcoder2:3b", Split::Complete, Subset::Full, stub.url(), dir.path());
+    let mut o = common::quick_opts(
+        Backend::Ollama,
+        "starcoder2:3b",
+        Split::Complete,
+        Subset::Full,
+        stub.url(),
+        dir.path(),
+    );
     o.id_range = Some((0, 1));
     o.direct_completion = true;
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
@@ -91,22 +125,46 @@ fn ollama_generate_recorded_exchange_for_direct_completion() {
     assert_eq!(body["raw"], true);
     assert_eq!(body["prompt"], ds.tasks()[0].complete_prompt.as_str());
     assert_eq!(body["options"]["stop"].as_array().unwrap().len(), 11);
-    let row: Value = serde_json::from_str(std::fs::read_to_string(&out.path).unwrap().lines().next().unwrap()).unwrap();
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(&out.path)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     // Direct completion: the sample is the prompt plus the continuation.
-    assert_eq!(row["raw_solution"], format!("{}    return os.sep\n", ds.tasks()[0].complete_prompt));
+    assert_eq!(
+        row["raw_solution"],
+        format!("{}    return os.sep\n", ds.tasks()[0].complete_prompt)
+    );
 }
 
 #[test]
 fn ollama_unknown_model_recorded_404_stops_the_run() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(Arc::new(|_: &str, _: &Value| {
-        (404, "application/json", json!({"error": "model 'nope' not found, try pulling it first"}).to_string())
+        (
+            404,
+            "application/json",
+            json!({"error": "model 'nope' not found, try pulling it first"}).to_string(),
+        )
     }));
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::Ollama, "nope", Split::Instruct, Subset::Hard, stub.url(), dir.path());
+    let mut o = common::quick_opts(
+        Backend::Ollama,
+        "nope",
+        Split::Instruct,
+        Subset::Hard,
+        stub.url(),
+        dir.path(),
+    );
     o.id_range = Some((0, 5));
     let err = bcb_generate::run_codegen(&o, &ds).unwrap_err().to_string();
-    assert!(err.contains("HTTP 404") && err.contains("model 'nope' not found"), "{err}");
+    assert!(
+        err.contains("HTTP 404") && err.contains("model 'nope' not found"),
+        "{err}"
+    );
     assert_eq!(stub.received(), 1);
 }
 
@@ -127,7 +185,14 @@ fn ollama_stream_cut_before_done_is_retried() {
     }));
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(Backend::Ollama, "m", Split::Instruct, Subset::Hard, stub.url(), dir.path());
+    let mut o = common::quick_opts(
+        Backend::Ollama,
+        "m",
+        Split::Instruct,
+        Subset::Hard,
+        stub.url(),
+        dir.path(),
+    );
     o.id_range = Some((0, 1));
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete());

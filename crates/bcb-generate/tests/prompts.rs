@@ -10,7 +10,14 @@ use bcb_generate::Backend;
 use serde_json::{json, Value};
 
 const INSTRUCTION: &str = "Please provide a self-contained Python script that solves the following problem in a markdown code block:";
-const EOS: [&str; 6] = ["<|endoftext|>", "<|endofmask|>", "</s>", "\nif __name__", "\ndef main(", "\nprint("];
+const EOS: [&str; 6] = [
+    "<|endoftext|>",
+    "<|endofmask|>",
+    "</s>",
+    "\nif __name__",
+    "\ndef main(",
+    "\nprint(",
+];
 
 /// Python's `str.strip()` for the whitespace that occurs in prompts.
 fn py_strip(s: &str) -> &str {
@@ -20,7 +27,10 @@ fn py_strip(s: &str) -> &str {
 /// `make_raw_chat_prompt(..., tokenizer=None)`.
 fn expected_user(task: &Task, split: Split) -> String {
     match split {
-        Split::Complete => format!("{INSTRUCTION}\n```\n{}\n```\n", py_strip(&task.complete_prompt)),
+        Split::Complete => format!(
+            "{INSTRUCTION}\n```\n{}\n```\n",
+            py_strip(&task.complete_prompt)
+        ),
         Split::Instruct => format!("{INSTRUCTION}\n{}\n", py_strip(&task.instruct_prompt)),
     }
 }
@@ -119,11 +129,19 @@ fn anthropic_bodies_match_the_original_without_a_thinking_budget() {
         }
     }
     // With a budget: thinking block, no temperature.
-    let (_, bodies) = capture(Backend::Anthropic, "claude-3-7-sonnet", Split::Instruct, |o| {
-        o.reasoning_budget = 2048;
-        o.id_range = Some((0, 1));
-    });
-    assert_eq!(bodies[0].1["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
+    let (_, bodies) = capture(
+        Backend::Anthropic,
+        "claude-3-7-sonnet",
+        Split::Instruct,
+        |o| {
+            o.reasoning_budget = 2048;
+            o.id_range = Some((0, 1));
+        },
+    );
+    assert_eq!(
+        bodies[0].1["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
     assert!(bodies[0].1.get("temperature").is_none());
 }
 
@@ -153,7 +171,12 @@ fn google_bodies_match_the_original() {
 
 #[test]
 fn mistral_bodies_match_the_original_plus_temperature() {
-    let (tasks, bodies) = capture(Backend::Mistral, "mistral-large-latest", Split::Complete, |_| {});
+    let (tasks, bodies) = capture(
+        Backend::Mistral,
+        "mistral-large-latest",
+        Split::Complete,
+        |_| {},
+    );
     assert_eq!(bodies.len(), 20);
     for (task, (_, body)) in tasks.iter().zip(&bodies) {
         // The original sends (model, messages, max_tokens) and forgets temperature.
@@ -168,11 +191,16 @@ fn mistral_bodies_match_the_original_plus_temperature() {
 
 #[test]
 fn direct_completion_sends_the_raw_prompt_with_eos_and_extra_stops() {
-    let (tasks, bodies) = capture(Backend::OpenAi, "bigcode/starcoder2-15b", Split::Complete, |o| {
-        o.direct_completion = true;
-        o.n_samples = 3;
-        o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
-    });
+    let (tasks, bodies) = capture(
+        Backend::OpenAi,
+        "bigcode/starcoder2-15b",
+        Split::Complete,
+        |o| {
+            o.direct_completion = true;
+            o.n_samples = 3;
+            o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
+        },
+    );
     assert_eq!(bodies.len(), 20);
     let mut stops: Vec<&str> = EOS.to_vec();
     stops.extend(["\ndef ", "\nclass ", "\nimport ", "\nfrom ", "\nassert "]);
@@ -200,5 +228,12 @@ fn overridden_prefixes_and_prefill_are_sent() {
         bodies[0].1["messages"],
         json!([{"role": "user", "content": want_user}, {"role": "assistant", "content": "Answer:\n```python\n"}])
     );
-    assert_eq!(bodies[0].1["stop_sequences"].as_array().unwrap().last().unwrap(), "\n```\n");
+    assert_eq!(
+        bodies[0].1["stop_sequences"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        "\n```\n"
+    );
 }

@@ -5,7 +5,9 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
-use super::{env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage};
+use super::{
+    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+};
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
 use crate::options::GenerateOptions;
@@ -24,7 +26,11 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> anyhow::Result<Self> {
+    pub fn new(
+        opts: &GenerateOptions,
+        sampling: Sampling,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Self> {
         // ANTHROPIC_KEY is what the original reads; ANTHROPIC_API_KEY is what its README says.
         let key = env_key(&["ANTHROPIC_API_KEY", "ANTHROPIC_KEY"]);
         let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
@@ -92,7 +98,11 @@ impl Provider for Anthropic {
         h
     }
 
-    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+    fn generate<'a>(
+        &'a self,
+        http: &'a Http,
+        req: &'a GenRequest,
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
         Box::pin(async move {
             let (url, body) = self.request(req);
             let v = http.post_json(&url, self.headers(), &body).await?;
@@ -110,7 +120,10 @@ impl Provider for Anthropic {
                 input_tokens: u64_at(&v, "/usage/input_tokens"),
                 output_tokens: u64_at(&v, "/usage/output_tokens"),
             });
-            Ok(GenResponse { outputs: vec![text], usage })
+            Ok(GenResponse {
+                outputs: vec![text],
+                usage,
+            })
         })
     }
 }

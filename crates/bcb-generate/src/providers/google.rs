@@ -5,7 +5,9 @@ use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use super::{env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage};
+use super::{
+    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+};
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
 use crate::options::GenerateOptions;
@@ -26,13 +28,22 @@ pub struct Google {
 }
 
 impl Google {
-    pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> anyhow::Result<Self> {
+    pub fn new(
+        opts: &GenerateOptions,
+        sampling: Sampling,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let key = env_key(&["GOOGLE_API_KEY", "GEMINI_API_KEY"]);
         let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
         if key.is_none() && base == DEFAULT_BASE {
             anyhow::bail!("GOOGLE_API_KEY is not set");
         }
-        Ok(Google { base, key, model: opts.model.clone(), sampling })
+        Ok(Google {
+            base,
+            key,
+            model: opts.model.clone(),
+            sampling,
+        })
     }
 }
 
@@ -69,7 +80,13 @@ impl Provider for Google {
             "safetySettings": safety,
         });
         let model = self.model.strip_prefix("models/").unwrap_or(&self.model);
-        (join_url(&self.base, &format!("v1beta/models/{model}:generateContent")), body)
+        (
+            join_url(
+                &self.base,
+                &format!("v1beta/models/{model}:generateContent"),
+            ),
+            body,
+        )
     }
 
     fn headers(&self) -> HeaderMap {
@@ -80,14 +97,26 @@ impl Provider for Google {
         h
     }
 
-    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+    fn generate<'a>(
+        &'a self,
+        http: &'a Http,
+        req: &'a GenRequest,
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
         Box::pin(async move {
             let (url, body) = self.request(req);
             let v = http.post_json(&url, self.headers(), &body).await?;
             let cands = v
                 .get("candidates")
                 .and_then(Value::as_array)
-                .ok_or_else(|| protocol(&url, format!("no candidates (prompt feedback: {})", v.get("promptFeedback").cloned().unwrap_or(Value::Null))))?;
+                .ok_or_else(|| {
+                    protocol(
+                        &url,
+                        format!(
+                            "no candidates (prompt feedback: {})",
+                            v.get("promptFeedback").cloned().unwrap_or(Value::Null)
+                        ),
+                    )
+                })?;
             // A blocked candidate has no parts: an empty sample, as in the original.
             let outputs = cands
                 .iter()

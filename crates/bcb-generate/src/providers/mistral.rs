@@ -20,7 +20,11 @@ pub struct Mistral {
 }
 
 impl Mistral {
-    pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> anyhow::Result<Self> {
+    pub fn new(
+        opts: &GenerateOptions,
+        sampling: Sampling,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let key = env_key(&["MISTRAL_API_KEY"]);
         let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
         let key = match key {
@@ -28,7 +32,12 @@ impl Mistral {
             None if base != DEFAULT_BASE => String::new(),
             None => anyhow::bail!("MISTRAL_API_KEY is not set"),
         };
-        Ok(Mistral { base, key, model: opts.model.clone(), sampling })
+        Ok(Mistral {
+            base,
+            key,
+            model: opts.model.clone(),
+            sampling,
+        })
     }
 }
 
@@ -60,12 +69,19 @@ impl Provider for Mistral {
     fn headers(&self) -> HeaderMap {
         let mut h = HeaderMap::new();
         if !self.key.is_empty() {
-            h.insert(AUTHORIZATION, secret_header(&format!("Bearer {}", self.key)));
+            h.insert(
+                AUTHORIZATION,
+                secret_header(&format!("Bearer {}", self.key)),
+            );
         }
         h
     }
 
-    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+    fn generate<'a>(
+        &'a self,
+        http: &'a Http,
+        req: &'a GenRequest,
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
         Box::pin(async move {
             let (url, body) = self.request(req);
             let v = http.post_json(&url, self.headers(), &body).await?;

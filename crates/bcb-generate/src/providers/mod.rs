@@ -94,7 +94,11 @@ pub(crate) fn env_key(names: &[&str]) -> Option<String> {
 }
 
 pub(crate) fn join_url(base: &str, path: &str) -> String {
-    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 pub(crate) fn protocol(url: &str, message: impl Into<String>) -> ApiError {
@@ -121,9 +125,7 @@ pub fn make_provider(
         greedy: opts.greedy,
     };
     Ok(match opts.backend {
-        Backend::OpenAi | Backend::LlamaCpp => {
-            Box::new(OpenAi::new(opts, sampling, base_url)?)
-        }
+        Backend::OpenAi | Backend::LlamaCpp => Box::new(OpenAi::new(opts, sampling, base_url)?),
         Backend::Anthropic => Box::new(Anthropic::new(opts, sampling, base_url)?),
         Backend::Google => Box::new(Google::new(opts, sampling, base_url)?),
         Backend::Mistral => Box::new(Mistral::new(opts, sampling, base_url)?),

@@ -24,11 +24,21 @@ impl Ollama {
     pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> Self {
         let base = base_url
             .map(str::to_string)
-            .or_else(|| std::env::var("OLLAMA_HOST").ok().map(|h| {
-                if h.starts_with("http") { h } else { format!("http://{h}") }
-            }))
+            .or_else(|| {
+                std::env::var("OLLAMA_HOST").ok().map(|h| {
+                    if h.starts_with("http") {
+                        h
+                    } else {
+                        format!("http://{h}")
+                    }
+                })
+            })
             .unwrap_or_else(|| DEFAULT_BASE.to_string());
-        Ollama { base, model: opts.model.clone(), sampling }
+        Ollama {
+            base,
+            model: opts.model.clone(),
+            sampling,
+        }
     }
 
     fn options(&self, stop: Option<Vec<String>>) -> Value {
@@ -61,7 +71,13 @@ impl Provider for Ollama {
                 let mut stop = None;
                 if let Some(p) = prefill {
                     messages.push(json!({"role": "assistant", "content": p}));
-                    stop = Some(EOS.iter().copied().chain([PREFILL_STOP]).map(String::from).collect());
+                    stop = Some(
+                        EOS.iter()
+                            .copied()
+                            .chain([PREFILL_STOP])
+                            .map(String::from)
+                            .collect(),
+                    );
                 }
                 let body = json!({
                     "model": self.model,
@@ -88,7 +104,11 @@ impl Provider for Ollama {
         HeaderMap::new()
     }
 
-    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+    fn generate<'a>(
+        &'a self,
+        http: &'a Http,
+        req: &'a GenRequest,
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
         Box::pin(async move {
             let (url, body) = self.request(req);
             let resp = http.post(&url, self.headers(), &body).await?;
@@ -125,8 +145,12 @@ impl NdjsonAccumulator {
         if s.trim().is_empty() {
             return Ok(());
         }
-        let v: Value = serde_json::from_str(s.trim())
-            .map_err(|e| protocol(url, format!("bad NDJSON line ({e}): {}", crate::http::excerpt(&s))))?;
+        let v: Value = serde_json::from_str(s.trim()).map_err(|e| {
+            protocol(
+                url,
+                format!("bad NDJSON line ({e}): {}", crate::http::excerpt(&s)),
+            )
+        })?;
         if let Some(err) = v.get("error") {
             return Err(protocol(url, format!("error in stream: {err}")));
         }
@@ -139,7 +163,10 @@ impl NdjsonAccumulator {
         if v.get("done").and_then(Value::as_bool) == Some(true) {
             self.done = true;
             self.usage = Some(Usage {
-                input_tokens: v.get("prompt_eval_count").and_then(Value::as_u64).unwrap_or(0),
+                input_tokens: v
+                    .get("prompt_eval_count")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
                 output_tokens: v.get("eval_count").and_then(Value::as_u64).unwrap_or(0),
             });
         }
@@ -154,6 +181,9 @@ impl NdjsonAccumulator {
                 message: "the answer stream ended before `done: true`".into(),
             });
         }
-        Ok(GenResponse { outputs: vec![self.text], usage: self.usage })
+        Ok(GenResponse {
+            outputs: vec![self.text],
+            usage: self.usage,
+        })
     }
 }

@@ -5,7 +5,9 @@ use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
 
-use super::{env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage};
+use super::{
+    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+};
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
 use crate::options::{Backend, GenerateOptions};
@@ -29,7 +31,11 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(opts: &GenerateOptions, sampling: Sampling, base_url: Option<&str>) -> anyhow::Result<Self> {
+    pub fn new(
+        opts: &GenerateOptions,
+        sampling: Sampling,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let key = env_key(&["OPENAI_API_KEY"]);
         let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
         if key.is_none() && base == DEFAULT_BASE {
@@ -74,7 +80,10 @@ impl OpenAi {
             obj.insert("reasoning_effort".into(), json!(self.reasoning_effort));
         } else {
             obj.insert("top_p".into(), json!(self.sampling.top_p.unwrap_or(0.95)));
-            obj.insert("max_completion_tokens".into(), json!(self.sampling.max_tokens));
+            obj.insert(
+                "max_completion_tokens".into(),
+                json!(self.sampling.max_tokens),
+            );
             obj.insert("temperature".into(), self.sampling.temperature_json());
             if let Some(e) = &self.reasoning_effort {
                 obj.insert("reasoning_effort".into(), json!(e));
@@ -123,7 +132,10 @@ impl Provider for OpenAi {
                 join_url(&self.base, "chat/completions"),
                 self.chat_body(user, prefill.as_deref(), req.n),
             ),
-            Prompt::Raw(p) => (join_url(&self.base, "completions"), self.completion_body(p, req.n)),
+            Prompt::Raw(p) => (
+                join_url(&self.base, "completions"),
+                self.completion_body(p, req.n),
+            ),
         }
     }
 
@@ -135,7 +147,11 @@ impl Provider for OpenAi {
         h
     }
 
-    fn generate<'a>(&'a self, http: &'a Http, req: &'a GenRequest) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+    fn generate<'a>(
+        &'a self,
+        http: &'a Http,
+        req: &'a GenRequest,
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
         Box::pin(async move {
             let (url, body) = self.request(req);
             let v = http.post_json(&url, self.headers(), &body).await?;
@@ -155,9 +171,15 @@ pub(crate) fn parse_choices(url: &str, v: &Value, raw: bool) -> Result<GenRespon
     for (i, c) in choices.iter().enumerate() {
         let text = if raw {
             // vLLM path of the original: tabs become four spaces.
-            c.get("text").and_then(Value::as_str).unwrap_or("").replace('\t', "    ")
+            c.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .replace('\t', "    ")
         } else {
-            c.pointer("/message/content").and_then(Value::as_str).unwrap_or("").to_string()
+            c.pointer("/message/content")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
         };
         let idx = c.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
         indexed.push((idx, text));

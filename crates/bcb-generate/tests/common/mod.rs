@@ -15,10 +15,12 @@ pub fn dataset(subset: Subset) -> Dataset {
         spec.dataset_dir = Some(PathBuf::from("/work/shared/bigcodebench"));
     }
     spec.offline = true;
-    spec.load().expect("the real dataset (set BCB_DATASET_DIR to the folder of bigcodebench-*.jsonl.gz)")
+    spec.load()
+        .expect("the real dataset (set BCB_DATASET_DIR to the folder of bigcodebench-*.jsonl.gz)")
 }
 
-pub const ANSWER: &str = "Here it is:\n```python\nimport os\ndef task_func():\n    return os.sep\n```\n";
+pub const ANSWER: &str =
+    "Here it is:\n```python\nimport os\ndef task_func():\n    return os.sep\n```\n";
 
 /// Answers in each provider's documented shape; `n` choices where the request asks for `n`.
 pub fn canned() -> Canned {
@@ -35,23 +37,34 @@ pub fn canned() -> Canned {
             (200, "application/json", json!({"choices": choices, "usage": {"prompt_tokens": 100, "completion_tokens": 20}}).to_string())
         } else if path.ends_with("/completions") {
             let choices: Vec<Value> = (0..n)
-                .map(|i| json!({"index": i, "text": "    return os.sep\n", "finish_reason": "stop"}))
+                .map(
+                    |i| json!({"index": i, "text": "    return os.sep\n", "finish_reason": "stop"}),
+                )
                 .collect();
             (200, "application/json", json!({"choices": choices, "usage": {"prompt_tokens": 100, "completion_tokens": 5}}).to_string())
         } else if path.ends_with("/v1/messages") {
-            (200, "application/json", json!({
-                "id": "msg_1", "type": "message", "role": "assistant",
-                "content": [{"type": "text", "text": ANSWER}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": 100, "output_tokens": 20}
-            }).to_string())
+            (
+                200,
+                "application/json",
+                json!({
+                    "id": "msg_1", "type": "message", "role": "assistant",
+                    "content": [{"type": "text", "text": ANSWER}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 100, "output_tokens": 20}
+                })
+                .to_string(),
+            )
         } else if path.contains(":generateContent") {
             let cands: Vec<Value> = (0..n)
                 .map(|i| json!({"index": i, "content": {"role": "model", "parts": [{"text": ANSWER}]}, "finishReason": "STOP"}))
                 .collect();
             (200, "application/json", json!({"candidates": cands, "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20}}).to_string())
         } else {
-            (404, "application/json", json!({"error": {"message": format!("no route {path}")}}).to_string())
+            (
+                404,
+                "application/json",
+                json!({"error": {"message": format!("no route {path}")}}).to_string(),
+            )
         }
     })
 }
