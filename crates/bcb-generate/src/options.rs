@@ -108,7 +108,8 @@ impl Temperature {
 }
 
 /// Everything a run needs besides the tasks. Build with [`GenerateOptions::new`] and adjust.
-#[derive(Clone)]
+/// Holds no credentials: keys are read from the environment by the providers.
+#[derive(Debug, Clone)]
 pub struct GenerateOptions {
     /// API model name (or a GGUF path for [`Backend::LlamaCpp`]).
     pub model: String,

@@ -1,5 +1,7 @@
 //! `bcb generate`: samples from a model for every task (or a range), resumable.
 
+#[cfg(test)]
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -18,7 +20,7 @@ pub struct Args {
     #[arg(long)]
     pub split: Split,
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub model: Box<ModelArgs>,
 }
 
 /// The model and sampling flags; `bcb evaluate` flattens these to generate before evaluating.
@@ -281,4 +283,82 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        model: ModelArgs,
+    }
+
+    #[test]
+    fn config_sets_are_selected_by_model_and_flags_override_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("models.toml");
+        std::fs::write(
+            &cfg,
+            "[defaults]\nmax_tokens = 512\n\n[models.gpt4o-hot]\nmodel = \"gpt-4o\"\ntemperature = 0.8\nn_samples = 5\ntop_p = 0.9\n",
+        )
+        .unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec![
+                "x",
+                "--model",
+                "gpt4o-hot",
+                "--config",
+                cfg.to_str().unwrap(),
+            ];
+            argv.extend_from_slice(extra);
+            Cli::parse_from(argv)
+                .model
+                .options(Split::Instruct, bcb_dataset::Subset::Hard)
+                .unwrap()
+        };
+        let o = parse(&[]);
+        assert_eq!(o.model, "gpt-4o");
+        assert_eq!((o.n_samples, o.max_tokens, o.top_p), (5, 512, Some(0.9)));
+        assert_eq!(
+            o.target_path(),
+            Path::new("bcb_results/gpt-4o--main--bigcodebench-hard-instruct--openai-0.8-5-sanitized_calibrated.jsonl")
+        );
+        let o = parse(&[
+            "--temperature",
+            "1.0",
+            "--max-new-tokens",
+            "64",
+            "--n-samples",
+            "2",
+        ]);
+        assert_eq!(
+            (o.temperature.display.as_str(), o.max_tokens, o.n_samples),
+            ("1.0", 64, 2)
+        );
+        let o = parse(&["--id-range", "3-7", "--backend", "anthropic", "--no-resume"]);
+        assert_eq!(
+            (o.id_range, o.backend, o.resume),
+            (Some((3, 7)), Backend::Anthropic, false)
+        );
+        let bad = Cli::parse_from(["x", "--model", "m", "--id-range", "7-3"])
+            .model
+            .options(Split::Instruct, bcb_dataset::Subset::Hard);
+        assert!(bad.unwrap_err().to_string().contains("low end"));
+    }
+
+    #[test]
+    fn a_gguf_path_selects_the_local_server_and_names_the_file_by_its_stem() {
+        let o = Cli::parse_from(["x", "--model", "/m/gemma-3-270m.gguf"])
+            .model
+            .options(Split::Complete, bcb_dataset::Subset::Full)
+            .unwrap();
+        assert_eq!(o.backend, Backend::LlamaCpp);
+        assert_eq!(o.model_label, "gemma-3-270m");
+        assert!(o.target_path().ends_with(
+            "gemma-3-270m--main--bigcodebench-complete--llamacpp-0-1-sanitized_calibrated.jsonl"
+        ));
+    }
 }
