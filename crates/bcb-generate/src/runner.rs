@@ -377,6 +377,10 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         });
     }
     drop(tx);
+    if stop.load(Ordering::SeqCst) {
+        // Stopped while units were being started: the notification may have passed unseen.
+        joins.abort_all();
+    }
     loop {
         tokio::select! {
             res = joins.join_next() => match res {
@@ -661,5 +665,24 @@ fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {
         (Some(401 | 403), Backend::Mistral) => " (check MISTRAL_API_KEY)",
         (Some(404), _) => " (check --model and --base-url)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bcb_dataset::{Split, Subset};
+
+    #[tokio::test]
+    async fn token_budget_makes_requests_wait_for_refill() {
+        let mut o = GenerateOptions::new("m", Backend::OpenAi, Split::Instruct, Subset::Hard);
+        o.tokens_per_minute = Some(600); // refills 10 tokens per second
+        let limits = Limits::new(&o);
+        let t0 = Instant::now();
+        limits.wait(600).await; // the whole first minute at once
+        assert!(t0.elapsed() < Duration::from_millis(200));
+        limits.wait(10).await; // must wait for ~1 s of refill
+        let waited = t0.elapsed();
+        assert!(waited >= Duration::from_millis(900), "{waited:?}");
     }
 }
