@@ -135,14 +135,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
     let pass_k = parse_pass_k(&args.pass_k)?;
-    let samples = match (&args.samples, args.check_gt_only) {
-        (Some(s), _) => Some(s.clone()),
-        (None, true) => None,
-        (None, false) => {
-            bail!("--samples is required (or --check-gt-only to check the ground truth)")
-        }
-    };
-    if let Some(s) = &samples {
+    let generate = args.samples.is_none() && !args.check_gt_only && args.generation.model.is_some();
+    if args.samples.is_none() && !args.check_gt_only && !generate {
+        bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)");
+    }
+    if let Some(s) = &args.samples {
         if !s.exists() {
             bail!("samples {} do not exist", s.display());
         }
@@ -159,6 +156,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !ids.is_empty() {
         ds.retain_ids(&ids)?;
     }
+    // As the original: without --samples, generate them first (only for the selected tasks).
+    let samples = if generate {
+        let opts = args.generation.options(args.split, ds.subset)?;
+        let path = bcb_generate::generate_samples(&opts, &ds)?;
+        eprintln!("samples: {}", path.display());
+        if args.no_execute {
+            println!("{}", path.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(path)
+    } else {
+        args.samples.clone()
+    };
     // Read and check the samples before starting anything expensive.
     let prepared = match &samples {
         Some(path) => Some(bcb_eval::PreparedSamples::read(&ds, path, calibrated)?),
