@@ -74,6 +74,12 @@ pub struct Args {
     /// Processes/threads per sample (0 = none).
     #[arg(long, default_value_t = Limits::default().max_processes)]
     pub max_processes: u64,
+    /// Seconds after the time limit before a sample's processes are killed.
+    #[arg(long, default_value_t = Limits::default().kill_grace.as_secs_f64())]
+    pub kill_grace: f64,
+    /// Bytes of each sample's stdout/stderr kept (the rest is drained and dropped).
+    #[arg(long, default_value_t = Limits::default().output_cap_bytes)]
+    pub output_cap: usize,
     /// Run only the canonical solutions, report the ground-truth pass rate, and exit.
     #[arg(long)]
     pub check_gt_only: bool,
@@ -189,7 +195,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             max_stack_mb: args.max_stack_limit,
             memory_mb: args.memory_limit,
             max_processes: args.max_processes,
-            ..Limits::default()
+            output_cap_bytes: args.output_cap,
+            kill_grace: std::time::Duration::from_secs_f64(args.kill_grace.max(0.0)),
         },
     };
     let executor = bcb_execute::executor_for(&args.executor, config)
