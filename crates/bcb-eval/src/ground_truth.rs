@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::Context;
 use bcb_dataset::{Dataset, Task};
@@ -12,6 +11,7 @@ use bcb_execute::{Executor, Job, Outcome, Status};
 use bcb_samples::JsonlAppender;
 use serde::{Deserialize, Serialize};
 
+use crate::journaled::run_journaled;
 use crate::limits::ground_truth_time_limit;
 use crate::progress::Progress;
 
@@ -139,31 +139,25 @@ pub fn ensure(
         jobs.len() as u64,
         dataset.len() - todo.len(),
     );
-    let journal = Mutex::new(journal);
-    let fresh = Mutex::new(Vec::new());
-    let write_error = Mutex::new(None);
-    executor.run(jobs, &|job: Job, outcome: Outcome| {
-        let secs = match outcome.status {
-            Status::Pass => Some(outcome.test_secs.unwrap_or(outcome.wall_secs)),
-            _ => None,
-        };
-        let entry = GtEntry {
-            task_id: job.task_id,
-            secs,
-            status: outcome.status,
-            details: outcome.details,
-        };
-        if let Err(e) = journal.lock().unwrap().append(&entry) {
-            write_error.lock().unwrap().get_or_insert(e);
-        }
-        bar.record(outcome.status == Status::Pass);
-        fresh.lock().unwrap().push(entry);
-    })?;
-    bar.finish();
-    if let Some(e) = write_error.into_inner().unwrap() {
-        return Err(e).with_context(|| format!("cannot write {}", opts.cache_file.display()));
-    }
-    for entry in fresh.into_inner().unwrap() {
+    let fresh = run_journaled(
+        executor,
+        jobs,
+        journal,
+        &bar,
+        |job: Job, outcome: Outcome| {
+            let secs = match outcome.status {
+                Status::Pass => Some(outcome.test_secs.unwrap_or(outcome.wall_secs)),
+                _ => None,
+            };
+            GtEntry {
+                task_id: job.task_id,
+                secs,
+                status: outcome.status,
+                details: outcome.details,
+            }
+        },
+    )?;
+    for entry in fresh {
         entries.insert(entry.task_id.clone(), entry);
     }
     Ok(GroundTruth { entries })

@@ -2,6 +2,7 @@
 //! upstream result files (`*_eval_results.json`, `*_pass_at_k.json`).
 
 pub mod ground_truth;
+mod journaled;
 pub mod limits;
 pub mod passk;
 pub mod progress;

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context};
 use bcb_dataset::{task_number, Dataset, Split, FULL_TASK_COUNT};
@@ -15,6 +14,7 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 
 use crate::ground_truth::GroundTruth;
+use crate::journaled::run_journaled;
 use crate::limits::sample_time_limit;
 use crate::passk::mean_pass_at_k;
 use crate::progress::Progress;
@@ -354,29 +354,20 @@ fn run_work(
             .then(a.key.cmp(&b.key))
     });
     let bar = opts.progress.bar("evaluate", jobs.len() as u64, resumed);
-    let journal = Mutex::new(journal);
-    let fresh = Mutex::new(Vec::with_capacity(jobs.len()));
-    let write_error = Mutex::new(None);
-    executor.run(jobs, &|job: Job, outcome: Outcome| {
-        let record = JournalRecord {
+    run_journaled(
+        executor,
+        jobs,
+        journal,
+        &bar,
+        |job: Job, outcome: Outcome| JournalRecord {
             i: job.key,
             task_id: job.task_id,
             sha: work[job.key].digest.clone(),
             status: outcome.status,
             details: outcome.details,
             test_secs: outcome.test_secs,
-        };
-        if let Err(e) = journal.lock().unwrap().append(&record) {
-            write_error.lock().unwrap().get_or_insert(e);
-        }
-        bar.record(outcome.status == Status::Pass);
-        fresh.lock().unwrap().push(record);
-    })?;
-    bar.finish();
-    if let Some(e) = write_error.into_inner().unwrap() {
-        return Err(e).context("cannot write the evaluation journal");
-    }
-    Ok(fresh.into_inner().unwrap())
+        },
+    )
 }
 
 fn assemble(dataset: &Dataset, work: &[Work], done: &HashMap<usize, JournalRecord>) -> EvalResults {

@@ -55,30 +55,8 @@ pub fn direct_completion_stops() -> Vec<String> {
         .collect()
 }
 
-/// Removes reasoning blocks (`<think>…</think>`) so the sanitizer sees only the answer.
-/// A closing tag without an opening one (some distilled models omit it) drops everything
-/// before it; an unclosed block drops the rest.
-pub fn strip_think(text: &str) -> String {
-    let mut rest = text;
-    if let (Some(close), open) = (rest.find("</think>"), rest.find("<think>")) {
-        if open.is_none_or(|o| o > close) {
-            rest = &rest[close + "</think>".len()..];
-        }
-    }
-    let mut out = String::with_capacity(rest.len());
-    while let Some(start) = rest.find("<think>") {
-        out.push_str(&rest[..start]);
-        match rest[start..].find("</think>") {
-            Some(end) => rest = &rest[start + end + "</think>".len()..],
-            None => {
-                rest = "";
-                break;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
+/// `<think>` blocks are removed by the sanitizer's rule, so generate and sanitize agree.
+pub use bcb_sanitize::strip_think;
 
 #[cfg(test)]
 mod tests {
