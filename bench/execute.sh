@@ -5,7 +5,8 @@
 # usage: bench/execute.sh [hard|full] [parallel]
 # env:   BCB_PYTHON (eval interpreter), BCB_DATASET_DIR (dataset dir),
 #        BENCH_EXECUTORS ("pool process"), BENCH_OUT (results dir),
-#        BENCH_ORIGINAL=1 to also time `bigcodebench.evaluate --check_gt_only` if installed.
+#        BENCH_ORIGINAL=1 to also time the original's `bigcodebench.evaluate --check_gt_only`
+#        (installed into a scratch overlay by bench/original-overlay.sh).
 set -euo pipefail
 subset=${1:-hard}
 parallel=${2:-$(nproc)}
@@ -25,12 +26,14 @@ for ex in ${BENCH_EXECUTORS:-pool process}; do
     cat "$out/$ex.summary.json" >&2
 done
 
-if [ "${BENCH_ORIGINAL:-0}" = 1 ] && "$BCB_PYTHON" -c 'import bigcodebench' 2>/dev/null; then
+if [ "${BENCH_ORIGINAL:-0}" = 1 ]; then
     echo "== original bigcodebench.evaluate --check_gt_only" >&2
+    overlay=$("$here/bench/original-overlay.sh")
     ds=$BCB_DATASET_DIR/bigcodebench$([ "$subset" = hard ] && echo -hard)-v0.1.4.jsonl.gz
     tmp=$(mktemp -d); gunzip -c "$ds" >"$tmp/ds.jsonl"; echo '{}' >"$tmp/s.jsonl"
     start=$(date +%s.%N)
-    (cd "$tmp" && BIGCODEBENCH_OVERRIDE_PATH=$tmp/ds.jsonl "$(dirname "$BCB_PYTHON")/bigcodebench.evaluate" \
+    (cd "$tmp" && BIGCODEBENCH_OVERRIDE_PATH=$tmp/ds.jsonl PYTHONPATH=$overlay "$BCB_PYTHON" -c \
+        'import sys; from bigcodebench.evaluate import main; sys.argv[0] = "bigcodebench.evaluate"; main()' \
         --split complete --subset "$subset" --samples s.jsonl --execution local \
         --check_gt_only --parallel "$parallel" </dev/null >"$out/original.log" 2>&1) || true
     end=$(date +%s.%N)
