@@ -11,7 +11,7 @@ use bcb_execute::{Executor, Job, Outcome, Status};
 use bcb_samples::JsonlAppender;
 use serde::{Deserialize, Serialize};
 
-use crate::journaled::run_journaled;
+use crate::journaled::{longest_first, run_journaled};
 use crate::limits::ground_truth_time_limit;
 use crate::progress::Progress;
 
@@ -95,7 +95,19 @@ pub fn ensure(
     executor: &dyn Executor,
     opts: &GtOptions,
 ) -> anyhow::Result<GroundTruth> {
+    // A re-check keeps the previous run's timings, only to start the longest tasks first.
+    let mut previous_secs: HashMap<String, f64> = HashMap::new();
     if opts.recompute && opts.cache_file.exists() {
+        if let Ok(text) = std::fs::read_to_string(&opts.cache_file) {
+            for entry in text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<GtEntry>(l).ok())
+            {
+                if let Some(secs) = entry.secs {
+                    previous_secs.insert(entry.task_id, secs);
+                }
+            }
+        }
         std::fs::remove_file(&opts.cache_file)
             .with_context(|| format!("cannot remove {}", opts.cache_file.display()))?;
     }
@@ -121,7 +133,7 @@ pub fn ensure(
         return Ok(GroundTruth { entries });
     }
     let time_limit = ground_truth_time_limit(opts.min_time_limit, opts.base_timeout);
-    let jobs: Vec<Job> = todo
+    let mut jobs: Vec<Job> = todo
         .iter()
         .enumerate()
         .map(|(key, task)| Job {
@@ -131,9 +143,11 @@ pub fn ensure(
             test: task.test.clone(),
             entry_point: task.entry_point.clone(),
             time_limit: std::time::Duration::from_secs_f64(time_limit),
-            expected_secs: None,
+            expected_secs: previous_secs.get(&task.task_id).copied(),
         })
         .collect();
+    // Longest first (known from a previous run), so a 160 s task does not start last.
+    longest_first(&mut jobs);
     let bar = opts.progress.bar(
         "ground truth",
         jobs.len() as u64,

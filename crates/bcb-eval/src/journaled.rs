@@ -38,3 +38,14 @@ pub fn run_journaled<R: Serialize + Send>(
     }
     Ok(fresh.into_inner().unwrap())
 }
+
+/// Orders jobs by expected test time, longest first (unknown last, then in the caller's order),
+/// so the slowest tasks do not start at the end and stretch the wall time.
+pub fn longest_first(jobs: &mut [Job]) {
+    jobs.sort_by(|a, b| {
+        b.expected_secs
+            .unwrap_or(0.0)
+            .total_cmp(&a.expected_secs.unwrap_or(0.0))
+            .then(a.key.cmp(&b.key))
+    });
+}

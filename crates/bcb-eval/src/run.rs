@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use sha2::Digest;
 
 use crate::ground_truth::GroundTruth;
-use crate::journaled::run_journaled;
+use crate::journaled::{longest_first, run_journaled};
 use crate::limits::sample_time_limit;
 use crate::passk::mean_pass_at_k;
 use crate::progress::Progress;
@@ -347,12 +347,7 @@ fn run_work(
         })
         .collect();
     // Longest first, so the slowest tasks do not start last and stretch the wall time.
-    jobs.sort_by(|a, b| {
-        b.expected_secs
-            .unwrap_or(0.0)
-            .total_cmp(&a.expected_secs.unwrap_or(0.0))
-            .then(a.key.cmp(&b.key))
-    });
+    longest_first(&mut jobs);
     let bar = opts.progress.bar("evaluate", jobs.len() as u64, resumed);
     run_journaled(
         executor,
