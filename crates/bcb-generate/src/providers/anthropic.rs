@@ -6,7 +6,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
 use super::{
-    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+    endpoint, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling,
+    Usage,
 };
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
@@ -32,11 +33,12 @@ impl Anthropic {
         base_url: Option<&str>,
     ) -> anyhow::Result<Self> {
         // ANTHROPIC_KEY is what the original reads; ANTHROPIC_API_KEY is what its README says.
-        let key = env_key(&["ANTHROPIC_API_KEY", "ANTHROPIC_KEY"]);
-        let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
-        if key.is_none() && base == DEFAULT_BASE {
-            anyhow::bail!("ANTHROPIC_API_KEY (or ANTHROPIC_KEY) is not set");
-        }
+        let (base, key) = endpoint(
+            base_url,
+            DEFAULT_BASE,
+            &["ANTHROPIC_API_KEY", "ANTHROPIC_KEY"],
+            "ANTHROPIC_API_KEY (or ANTHROPIC_KEY) is not set",
+        )?;
         Ok(Anthropic {
             base,
             key,

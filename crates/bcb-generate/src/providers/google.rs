@@ -6,7 +6,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
 use super::{
-    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+    endpoint, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling,
+    Usage,
 };
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
@@ -33,11 +34,12 @@ impl Google {
         sampling: Sampling,
         base_url: Option<&str>,
     ) -> anyhow::Result<Self> {
-        let key = env_key(&["GOOGLE_API_KEY", "GEMINI_API_KEY"]);
-        let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
-        if key.is_none() && base == DEFAULT_BASE {
-            anyhow::bail!("GOOGLE_API_KEY is not set");
-        }
+        let (base, key) = endpoint(
+            base_url,
+            DEFAULT_BASE,
+            &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+            "GOOGLE_API_KEY is not set",
+        )?;
         Ok(Google {
             base,
             key,

@@ -5,7 +5,7 @@ use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
 
 use super::openai::parse_choices;
-use super::{env_key, join_url, GenRequest, GenResponse, Prompt, Provider, Sampling};
+use super::{endpoint, join_url, GenRequest, GenResponse, Prompt, Provider, Sampling};
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
 use crate::options::GenerateOptions;
@@ -25,13 +25,13 @@ impl Mistral {
         sampling: Sampling,
         base_url: Option<&str>,
     ) -> anyhow::Result<Self> {
-        let key = env_key(&["MISTRAL_API_KEY"]);
-        let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
-        let key = match key {
-            Some(k) => k,
-            None if base != DEFAULT_BASE => String::new(),
-            None => anyhow::bail!("MISTRAL_API_KEY is not set"),
-        };
+        let (base, key) = endpoint(
+            base_url,
+            DEFAULT_BASE,
+            &["MISTRAL_API_KEY"],
+            "MISTRAL_API_KEY is not set",
+        )?;
+        let key = key.unwrap_or_default();
         Ok(Mistral {
             base,
             key,

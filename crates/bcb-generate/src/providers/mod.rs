@@ -93,6 +93,22 @@ pub(crate) fn env_key(names: &[&str]) -> Option<String> {
         .find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
 }
 
+/// The base URL and API key of a hosted provider. The key (first set of `key_names`) is
+/// required only against the provider's own service: a `--base-url` server may need none.
+pub(crate) fn endpoint(
+    base_url: Option<&str>,
+    default_base: &str,
+    key_names: &[&str],
+    missing: &str,
+) -> anyhow::Result<(String, Option<String>)> {
+    let key = env_key(key_names);
+    let base = base_url.unwrap_or(default_base).to_string();
+    if key.is_none() && base == default_base {
+        anyhow::bail!("{missing}");
+    }
+    Ok((base, key))
+}
+
 pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!(
         "{}/{}",

@@ -6,7 +6,8 @@ use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
 
 use super::{
-    env_key, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling, Usage,
+    endpoint, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling,
+    Usage,
 };
 use crate::error::ApiError;
 use crate::http::{secret_header, Http};
@@ -36,11 +37,12 @@ impl OpenAi {
         sampling: Sampling,
         base_url: Option<&str>,
     ) -> anyhow::Result<Self> {
-        let key = env_key(&["OPENAI_API_KEY"]);
-        let base = base_url.unwrap_or(DEFAULT_BASE).to_string();
-        if key.is_none() && base == DEFAULT_BASE {
-            anyhow::bail!("OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server");
-        }
+        let (base, key) = endpoint(
+            base_url,
+            DEFAULT_BASE,
+            &["OPENAI_API_KEY"],
+            "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
+        )?;
         let reasoning_model = is_openai_reasoning_model(&opts.model);
         let reasoning_effort = opts
             .reasoning_effort
