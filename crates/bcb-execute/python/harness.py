@@ -504,23 +504,22 @@ class Guard:
             orig_popen = subprocess.Popen
             orig_run = subprocess.run
 
-            def popen_patch(*args, **kwargs):
-                if "capture_output" in kwargs and kwargs["capture_output"]:
-                    kwargs.pop("stdout", None)
-                    kwargs.pop("stderr", None)
-                else:
-                    kwargs.setdefault("stdout", subprocess.PIPE)
-                    kwargs.setdefault("stderr", subprocess.PIPE)
-                return orig_popen(*args, **kwargs)
+            def capturing(call):
+                # Child output is captured (upstream behaviour) unless the caller asked
+                # for capture_output itself.
+                def patched(*args, **kwargs):
+                    if kwargs.get("capture_output"):
+                        kwargs.pop("stdout", None)
+                        kwargs.pop("stderr", None)
+                    else:
+                        kwargs.setdefault("stdout", subprocess.PIPE)
+                        kwargs.setdefault("stderr", subprocess.PIPE)
+                    return call(*args, **kwargs)
 
-            def run_patch(*args, **kwargs):
-                if "capture_output" in kwargs and kwargs["capture_output"]:
-                    kwargs.pop("stdout", None)
-                    kwargs.pop("stderr", None)
-                else:
-                    kwargs.setdefault("stdout", subprocess.PIPE)
-                    kwargs.setdefault("stderr", subprocess.PIPE)
-                return orig_run(*args, **kwargs)
+                return patched
+
+            popen_patch = capturing(orig_popen)
+            run_patch = capturing(orig_run)
 
             sys.stdout = sink
             sys.stderr = sink
