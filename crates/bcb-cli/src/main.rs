@@ -2,7 +2,6 @@
 
 mod commands;
 mod common;
-mod pyenv;
 
 use std::process::ExitCode;
 

@@ -3,7 +3,7 @@
 //! The orchestrator (`bcb-eval`) builds [`Job`]s and hands them to an [`Executor`];
 //! backends decide how to isolate and how many run at once.
 //!
-//! Both backends drive the same Python harness (`python/harness.py`, embedded): a supervisor
+//! Both backends drive the same Python harness (`src/local/harness.py`, embedded): a supervisor
 //! that forks one child per sample; the child isolates itself (PID/mount/net/IPC/UTS
 //! namespaces, read-only filesystem with private tmpfs, cgroups, no capabilities, or
 //! Landlock + seccomp + rlimits where namespaces are not permitted) and then runs the sample
@@ -17,15 +17,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-mod pool;
-mod process;
-mod sandbox;
-mod schedule;
-mod slot;
+pub mod local;
 
-pub use pool::PoolExecutor;
-pub use process::ProcessExecutor;
-pub use sandbox::{host_isolation, landlock_abi, Isolation};
+pub use local::{host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor};
 
 /// One program to run: `code + "\n" + test`, executed as module `__test__`,
 /// then `TestCases` loaded and run with unittest.

@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 use anyhow::Context;
 
 use crate::common::DatasetArgs;
-use crate::pyenv;
+use bcb_execute::local::env as pyenv;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -10,7 +10,7 @@ use bcb_execute::{ExecConfig, Limits};
 use clap::builder::BoolishValueParser;
 
 use crate::common::DatasetArgs;
-use crate::pyenv;
+use bcb_execute::local::env as pyenv;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

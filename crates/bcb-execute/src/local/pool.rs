@@ -4,10 +4,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::process::{run_cold, setup_failure, Base};
-use crate::sandbox::{host_isolation, Isolation, SlotCgroups};
-use crate::schedule::run_queue;
-use crate::slot::{slot_failure, verdict, Slot, SlotSpec, Verdict, PRELOAD};
+use super::process::{run_cold, setup_failure, Base};
+use super::sandbox::{host_isolation, Isolation, SlotCgroups};
+use super::schedule::run_queue;
+use super::slot::{slot_failure, verdict, Slot, SlotSpec, Verdict, PRELOAD};
 use crate::{ExecConfig, Executor, Job, Outcome};
 
 /// Fresh slot after this many samples (bounds any slow drift in the supervisor).

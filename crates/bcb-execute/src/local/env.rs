@@ -9,7 +9,7 @@ use sha2::Digest;
 
 /// The lock known to install on CPython 3.11 (from `../shared/eval-env/`): the upstream
 /// pins, moved only where 3.11 wheels do not exist.
-pub const LOCK_PY311: &str = include_str!("../../../env/lock-py311.txt");
+pub const LOCK_PY311: &str = include_str!("../../../../env/lock-py311.txt");
 
 /// NLTK data the tasks use (nltk.download calls in the dataset, plus TextBlob's corpora).
 pub const NLTK_PACKAGES: &[&str] = &[

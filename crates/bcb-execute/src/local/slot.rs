@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
-use crate::sandbox::Isolation;
+use super::sandbox::Isolation;
 use crate::{ExecConfig, Job, Outcome, Status};
 
-pub(crate) const HARNESS: &str = include_str!("../python/harness.py");
+pub(crate) const HARNESS: &str = include_str!("harness.py");
 
 /// Modules a pool slot imports once (thread counts are forced to 1 by the environment first).
 pub(crate) const PRELOAD: &[&str] = &[

@@ -7,9 +7,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 
-use crate::sandbox::{host_isolation, Isolation, SlotCgroups};
-use crate::schedule::run_queue;
-use crate::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict, HARNESS};
+use super::sandbox::{host_isolation, Isolation, SlotCgroups};
+use super::schedule::run_queue;
+use super::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict, HARNESS};
 use crate::{ExecConfig, Executor, Job, Outcome, Status};
 
 /// What both executors share: config, probed isolation, environment, a private work root.

@@ -1,0 +1,15 @@
+//! The local backend: samples run on this machine under the Python harness (`harness.py`,
+//! embedded), in a sandbox per sample. [`ProcessExecutor`] starts a fresh interpreter per
+//! sample; [`PoolExecutor`] keeps pre-warmed interpreters and forks one child per sample.
+//! [`env`] manages the Python evaluation environment those interpreters come from.
+
+pub mod env;
+mod pool;
+mod process;
+mod sandbox;
+mod schedule;
+mod slot;
+
+pub use pool::PoolExecutor;
+pub use process::ProcessExecutor;
+pub use sandbox::{host_isolation, landlock_abi, Isolation};
