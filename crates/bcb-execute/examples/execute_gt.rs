@@ -26,7 +26,9 @@ fn main() -> anyhow::Result<()> {
     let only: Vec<String> = args.iter().skip(3).cloned().collect();
     let python = std::env::var_os("BCB_PYTHON")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| bcb_execute::local::env::env_python(&bcb_execute::local::env::default_env_dir()));
+        .unwrap_or_else(|| {
+            bcb_execute::local::env::env_python(&bcb_execute::local::env::default_env_dir())
+        });
     let dataset = DatasetSpec::new(subset, None).load()?;
     let time_limit: f64 = std::env::var("BCB_TIME_LIMIT")
         .ok()

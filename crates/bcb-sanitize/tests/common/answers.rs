@@ -22,7 +22,9 @@ pub struct Answer {
 pub fn dataset_file() -> Option<PathBuf> {
     let dir = std::env::var_os("BCB_DATASET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
+        });
     let f = dir.join("bigcodebench-v0.1.4.jsonl.gz");
     f.exists().then_some(f)
 }
