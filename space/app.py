@@ -80,9 +80,9 @@ def predict(
     selective_evaluate,
 ):
     _preloaded.wait()
-    # Upstream's Space takes bare numbers and prepends the prefix; full ids work too.
-    ids = [i.strip() for i in (selective_evaluate or "").split(",") if i.strip()]
-    ids = [i if i.startswith("BigCodeBench/") else f"BigCodeBench/{i}" for i in ids]
+    # Upstream's Space takes bare numbers and prepends the prefix; full ids work too. The
+    # original's CLI (Fire) turns `13,15` into a tuple, which arrives as "(13, 15)".
+    ids = [f"BigCodeBench/{n}" for n in re.findall(r"\d+", str(selective_evaluate or ""))]
     parallel = int(parallel)
     if parallel < 1:
         parallel = max(1, CORES // CONCURRENCY)
