@@ -6,6 +6,7 @@
 //! [`ExecError`]s: never a verdict, and a remote run never falls back to local execution
 //! (that would change the environment behind the verdicts).
 
+pub mod e2b;
 pub mod gradio;
 mod sse;
 

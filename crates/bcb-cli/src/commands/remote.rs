@@ -5,10 +5,12 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use bcb_eval::{Event, RunReport, Sink};
+use bcb_remote::e2b::{E2bClient, E2bOptions};
 use bcb_remote::gradio::{GradioClient, GradioOptions, DEFAULT_ENDPOINT};
 use bcb_remote::{Progress, RemoteEvaluator, RemoteRequest, RemoteResult};
 use bcb_samples::{eval_results_path, pass_at_k_path};
@@ -60,9 +62,15 @@ pub fn run(args: &Args, backend: Backend) -> anyhow::Result<ExitCode> {
             opts.retries = args.remote.remote_retries;
             Box::new(GradioClient::new(opts).map_err(exec_error)?)
         }
-        Backend::E2b => bail!(
-            "--execution e2b is not available in this build yet\nhint: use --execution gradio --gradio-endpoint URL (or local)"
-        ),
+        Backend::E2b => {
+            let opts = E2bOptions::from_env(&args.remote.e2b_endpoint).map_err(exec_error)?;
+            let cancel = opts.cancel.clone();
+            // Ctrl-C stops the run at the next message from the sandbox, which is then killed.
+            if let Err(e) = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst)) {
+                tracing::warn!("cannot catch Ctrl-C ({e}); an interrupted run may leave its sandbox alive until it times out");
+            }
+            Box::new(E2bClient::new(opts).map_err(exec_error)?)
+        }
     };
     let mut reporter = Reporter::new(args.quiet);
     let started = Instant::now();
