@@ -37,6 +37,8 @@ enum Command {
     Evaluate(Box<commands::evaluate::Args>),
     /// Write failing samples, tests and tracebacks to a folder for reading.
     Inspect(commands::inspect::Args),
+    /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
+    Merge(commands::merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Syncheck(a) => commands::syncheck::run(a),
         Command::Evaluate(a) => commands::evaluate::run(*a),
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::Merge(a) => commands::merge::run(a),
     };
     match result {
         Ok(code) => code,

@@ -45,6 +45,9 @@ pub struct RemoteArgs {
 }
 
 pub fn run(args: &Args, backend: Backend) -> anyhow::Result<ExitCode> {
+    if args.shard.is_some() {
+        bail!("--shard splits a local run; a remote evaluator takes the whole samples file\nhint: drop --shard, or use --execution local on each machine");
+    }
     let req = request(args)?;
     let results_path = req.samples.as_deref().map(eval_results_path);
     if let Some(results_path) = results_path.as_ref().filter(|p| p.is_file() && !args.force) {
