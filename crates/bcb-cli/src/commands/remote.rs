@@ -165,6 +165,7 @@ fn write_files(
         executed: 0,
         resumed: 0,
         loaded_existing: false,
+        shard: None,
     };
     let event = Event::Finished(&report);
     EvalResultsFile::new(args.force).handle(&event)?;
