@@ -11,33 +11,47 @@ pub mod http;
 pub mod local;
 pub mod naming;
 pub mod options;
+pub mod progress;
 pub mod prompt;
 pub mod providers;
 mod runner;
+pub mod samples_file;
+pub mod serve;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 
 pub use error::{ApiError, ErrorClass};
 pub use options::{
-    Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature,
+    Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature, VllmOptions,
 };
-pub use runner::{build_prompt, run_codegen, Failure, Outcome};
+pub use progress::{Event, Reporter, Snapshot};
+pub use runner::{build_prompt, run_codegen, run_codegen_with, Failure, Outcome};
 
 /// Runs generation and returns the samples file, or an error if any task still lacks samples
-/// (what `bcb evaluate` wants before it evaluates).
+/// (what `bcb evaluate` wants before it evaluates). The error carries the run's summary.
 pub fn generate_samples(
     opts: &GenerateOptions,
     dataset: &bcb_dataset::Dataset,
 ) -> anyhow::Result<std::path::PathBuf> {
-    let outcome = run_codegen(opts, dataset)?;
-    eprintln!("{}", outcome.summary());
+    generate_samples_with(opts, dataset, std::sync::Arc::new(progress::Quiet))
+}
+
+/// [`generate_samples`], telling `reporter` what happens.
+pub fn generate_samples_with(
+    opts: &GenerateOptions,
+    dataset: &bcb_dataset::Dataset,
+    reporter: std::sync::Arc<dyn Reporter>,
+) -> anyhow::Result<std::path::PathBuf> {
+    let outcome = run_codegen_with(opts, dataset, reporter)?;
     if !outcome.is_complete() {
         anyhow::bail!(
-            "generation is incomplete ({} tasks miss samples); {} keeps what was generated",
+            "{}\ngeneration is incomplete ({} tasks miss samples); {} keeps what was generated",
+            outcome.summary(),
             outcome.failures.len(),
             outcome.path.display()
         );
     }
+    tracing::info!("{}", outcome.summary());
     Ok(outcome.path)
 }

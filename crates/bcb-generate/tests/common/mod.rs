@@ -81,7 +81,6 @@ pub fn quick_opts(
     let mut o = bcb_generate::GenerateOptions::new(model, backend, split, subset);
     o.base_url = Some(base_url);
     o.root = root.to_path_buf();
-    o.progress = false;
     o.durable = false;
     o
 }
