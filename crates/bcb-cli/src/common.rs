@@ -81,7 +81,10 @@ fn flag_kinds(command: &str) -> std::collections::HashMap<String, Kind> {
     let root = crate::Cli::command();
     let mut kinds = std::collections::HashMap::new();
     let sub = root.find_subcommand(command);
-    for arg in root.get_arguments().chain(sub.into_iter().flat_map(|c| c.get_arguments())) {
+    for arg in root
+        .get_arguments()
+        .chain(sub.into_iter().flat_map(|c| c.get_arguments()))
+    {
         let Some(long) = arg.get_long() else { continue };
         // Our optional booleans are the only flags whose value may be left out.
         let optional_value = arg
@@ -180,7 +183,10 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
                 };
                 if inline.is_some() && value.is_none() {
                     // Not a boolean literal: leave it for clap to explain.
-                    out.push(OsString::from(format!("--{name}={}", inline.unwrap_or_default())));
+                    out.push(OsString::from(format!(
+                        "--{name}={}",
+                        inline.unwrap_or_default()
+                    )));
                     continue;
                 }
                 if negated {
@@ -303,7 +309,10 @@ mod tests {
         assert_eq!(g(&["--resume=False"]), ["--no-resume"]);
         assert_eq!(g(&["--noresume"]), ["--no-resume"]);
         assert_eq!(g(&["--resume", "True"]), ["--resume"]);
-        assert_eq!(g(&["--skip_prefill", "--trust_remote_code=True"]), ["--skip-prefill", "--trust-remote-code"]);
+        assert_eq!(
+            g(&["--skip_prefill", "--trust_remote_code=True"]),
+            ["--skip-prefill", "--trust-remote-code"]
+        );
         let e = |extra: &[&str]| {
             let mut a = vec!["bcb", "evaluate"];
             a.extend_from_slice(extra);
@@ -326,13 +335,48 @@ mod tests {
             ["bcb", "sanitize", "--samples", "x.jsonl", "--calibrate"]
         );
         assert_eq!(
-            norm(&["bcb", "evaluate", "instruct", "hard", "--samples", "s.jsonl"]),
-            ["bcb", "evaluate", "--split", "instruct", "--subset", "hard", "--samples", "s.jsonl"]
+            norm(&[
+                "bcb",
+                "evaluate",
+                "instruct",
+                "hard",
+                "--samples",
+                "s.jsonl"
+            ]),
+            [
+                "bcb",
+                "evaluate",
+                "--split",
+                "instruct",
+                "--subset",
+                "hard",
+                "--samples",
+                "s.jsonl"
+            ]
         );
         // A flag's value is not taken for a positional argument.
         assert_eq!(
-            norm(&["bcb", "generate", "--backend", "openai", "gpt-4o", "instruct", "hard"]),
-            ["bcb", "generate", "--backend", "openai", "--model", "gpt-4o", "--split", "instruct", "--subset", "hard"]
+            norm(&[
+                "bcb",
+                "generate",
+                "--backend",
+                "openai",
+                "gpt-4o",
+                "instruct",
+                "hard"
+            ]),
+            [
+                "bcb",
+                "generate",
+                "--backend",
+                "openai",
+                "--model",
+                "gpt-4o",
+                "--split",
+                "instruct",
+                "--subset",
+                "hard"
+            ]
         );
     }
 }

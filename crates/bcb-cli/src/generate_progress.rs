@@ -26,7 +26,8 @@ impl Mode {
     pub fn detect(no_progress: bool, interval: Duration) -> Mode {
         if no_progress {
             Mode::Quiet
-        } else if std::io::stderr().is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+        } else if std::io::stderr().is_terminal()
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
         {
             Mode::Bar
         } else {

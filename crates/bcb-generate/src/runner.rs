@@ -17,11 +17,11 @@ use serde::Serialize;
 
 use crate::error::{ApiError, ErrorClass};
 use crate::http::Http;
-use crate::progress::{Event, Quiet, Reporter, Snapshot};
-use crate::samples_file;
 use crate::options::{Backend, GenerateOptions};
+use crate::progress::{Event, Quiet, Reporter, Snapshot};
 use crate::prompt::{chat_user_message, prefill_text, strip_think, task_prompt};
 use crate::providers::{make_provider, GenRequest, Prompt, Provider, Usage};
+use crate::samples_file;
 
 /// One request's worth of work: `n` samples of one task.
 #[derive(Debug, Clone)]
@@ -732,7 +732,11 @@ impl UnitCtx {
                         Some(p) => format!("{p}{out}"),
                         None => out,
                     };
-                    let code = if strip { strip_think(&raw) } else { raw.clone() };
+                    let code = if strip {
+                        strip_think(&raw)
+                    } else {
+                        raw.clone()
+                    };
                     let solution = bcb_sanitize::sanitize(&code, Some(&entry));
                     (solution, raw)
                 })

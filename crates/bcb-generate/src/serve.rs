@@ -63,10 +63,7 @@ fn find_executable(name: &Path) -> Option<PathBuf> {
 
 /// A server started for the run.
 pub enum RunServer {
-    Llama {
-        server: LocalServer,
-        model: String,
-    },
+    Llama { server: LocalServer, model: String },
     Vllm(VllmServer),
 }
 
@@ -162,10 +159,8 @@ impl VllmServer {
             tracing::warn!("--tokenizer-legacy has no `vllm serve` equivalent; ignored");
         }
         let port = free_port()?;
-        let log = std::env::temp_dir().join(format!(
-            "bcb-vllm-server-{}-{port}.log",
-            std::process::id()
-        ));
+        let log =
+            std::env::temp_dir().join(format!("bcb-vllm-server-{}-{port}.log", std::process::id()));
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create server log {}", log.display()))?;
         let args = vllm_args(opts, port);

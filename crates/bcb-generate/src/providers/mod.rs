@@ -147,7 +147,9 @@ pub fn make_provider(
             Box::new(OpenAi::new(opts, sampling, base_url)?)
         }
         // The router's OpenAI-compatible endpoint (`…/v1`) serves chat models.
-        Backend::HfInference if base_url.is_some_and(|u| u.trim_end_matches('/').ends_with("/v1")) => {
+        Backend::HfInference
+            if base_url.is_some_and(|u| u.trim_end_matches('/').ends_with("/v1")) =>
+        {
             Box::new(OpenAi::new(opts, sampling, base_url)?)
         }
         Backend::HfInference => Box::new(HfInference::new(opts, sampling, base_url)?),

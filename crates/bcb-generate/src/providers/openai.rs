@@ -97,10 +97,10 @@ impl OpenAi {
         let mut body = json!({"model": self.model, "messages": messages, "n": n});
         let obj = body.as_object_mut().expect("object");
         if self.vllm {
-            let top_p = self
-                .sampling
-                .top_p
-                .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
+            let top_p =
+                self.sampling
+                    .top_p
+                    .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
             obj.insert("top_p".into(), json!(top_p));
             obj.insert("max_tokens".into(), json!(self.sampling.max_tokens));
             obj.insert("temperature".into(), self.sampling.temperature_json());

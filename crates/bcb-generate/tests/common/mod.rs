@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 pub fn dataset(subset: Subset) -> Dataset {
     let mut spec = DatasetSpec::new(subset, None);
     if spec.dataset_dir.is_none() && spec.path.is_none() {
-        spec.dataset_dir = Some(PathBuf::from("/work/shared/bigcodebench"));
+        spec.dataset_dir =
+            Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench"));
     }
     spec.offline = true;
     spec.load()
