@@ -42,6 +42,8 @@ pub struct DatasetSpec {
     pub offline: bool,
     /// Hub base URL (tests point this at a loopback server).
     pub hub_endpoint: String,
+    /// Use the copy built into the binary for the default version (off: `BCB_NO_EMBEDDED=1`).
+    pub embedded: bool,
 }
 
 impl DatasetSpec {
@@ -62,6 +64,7 @@ impl DatasetSpec {
                 || std::env::var_os("BCB_OFFLINE").is_some_and(|v| v == "1"),
             hub_endpoint: std::env::var("HF_ENDPOINT")
                 .unwrap_or_else(|_| "https://huggingface.co".to_string()),
+            embedded: std::env::var_os("BCB_NO_EMBEDDED").is_none_or(|v| v != "1"),
         }
     }
 
@@ -95,7 +98,7 @@ impl DatasetSpec {
         if cached.is_file() {
             return Ok(Source::Cache(cached));
         }
-        if crate::embedded::gz(self.subset, &self.version).is_some() {
+        if self.embedded && crate::embedded::gz(self.subset, &self.version).is_some() {
             return Ok(Source::Embedded(cached));
         }
         if self.offline {
