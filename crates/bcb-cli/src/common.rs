@@ -267,6 +267,13 @@ mod tests {
     }
 
     #[test]
+    fn every_command_line_definition_is_valid() {
+        // Flattened argument sets (ModelArgs into evaluate) must not clash.
+        use clap::CommandFactory;
+        crate::Cli::command().debug_assert();
+    }
+
+    #[test]
     fn legacy_spellings_are_rewritten() {
         assert_eq!(
             norm(&[

@@ -22,6 +22,9 @@ pub struct Args {
     pub split: Split,
     #[command(flatten)]
     pub model: Box<ModelArgs>,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
+    pub progress_interval: f64,
 }
 
 /// The model and sampling flags; `bcb evaluate` flattens these to generate before evaluating.
@@ -167,9 +170,6 @@ pub struct ModelArgs {
     /// Keep `<think>…</think>` blocks when extracting code (default: removed, as by `bcb sanitize`).
     #[arg(long)]
     pub keep_think: bool,
-    /// Seconds between progress lines when stderr is not a terminal.
-    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
-    pub progress_interval: f64,
     /// Accepted for compatibility; samples are always written one by one.
     #[arg(long, hide = true)]
     pub bs: Option<usize>,
@@ -319,20 +319,17 @@ pub fn generate_for_evaluate(
     let spec = dataset.spec();
     let ds = spec.load()?;
     let opts = model.options(split, dataset.subset)?;
-    bcb_generate::generate_samples_with(&opts, &ds, model.reporter()?)
+    bcb_generate::generate_samples_with(&opts, &ds, model.reporter(30.0)?)
 }
 
 impl ModelArgs {
     /// The progress display for this run: a bar on a terminal, plain lines in a log.
-    pub fn reporter(&self) -> anyhow::Result<std::sync::Arc<CliReporter>> {
+    pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
         anyhow::ensure!(
-            self.progress_interval > 0.0,
+            interval_secs > 0.0,
             "--progress-interval must be positive"
         );
-        let mode = Mode::detect(
-            self.no_progress,
-            Duration::from_secs_f64(self.progress_interval),
-        );
+        let mode = Mode::detect(self.no_progress, Duration::from_secs_f64(interval_secs));
         Ok(CliReporter::new(mode))
     }
 }
@@ -340,7 +337,7 @@ impl ModelArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = args.model.options(args.split, args.dataset.subset)?;
     let ds = args.dataset.spec().load()?;
-    let outcome = bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter()?)?;
+    let outcome = bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval)?)?;
     eprintln!("{}", outcome.summary());
     println!("{}", outcome.path.display());
     Ok(if outcome.is_complete() {
