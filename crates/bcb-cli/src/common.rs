@@ -224,7 +224,23 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
                     }
                 }
             }
-            Some(Kind::Count) | None => match inline {
+            // `--verbose True` (Fire) is one more `-v`; `False` is none.
+            Some(Kind::Count) => match inline
+                .as_deref()
+                .or_else(|| args.get(i).and_then(|a| a.to_str()))
+                .and_then(fire_bool)
+            {
+                Some(b) => {
+                    if inline.is_none() {
+                        i += 1;
+                    }
+                    if b {
+                        out.push(OsString::from(format!("--{name}")));
+                    }
+                }
+                None => out.push(arg.clone()),
+            },
+            None => match inline {
                 Some(v) => out.push(OsString::from(format!("--{name}={v}"))),
                 None => out.push(OsString::from(format!("--{name}"))),
             },
@@ -333,6 +349,8 @@ mod tests {
         assert_eq!(e(&["--check_gt_only", "True"]), ["--check-gt-only"]);
         // A value that is not True/False stays for clap to reject with its own message.
         assert_eq!(e(&["--no_gt=maybe"]), ["--no-gt=maybe"]);
+        assert_eq!(e(&["--verbose", "True"]), ["--verbose"]);
+        assert_eq!(e(&["--verbose=False"]), Vec::<String>::new());
     }
 
     #[test]

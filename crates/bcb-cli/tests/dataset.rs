@@ -140,7 +140,10 @@ fn a_new_user_needs_no_network_and_no_dataset_variable_for_the_default_version()
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tasks"], 148);
     assert_eq!(v["version"], "v0.1.4");
-    assert!(v["source"].as_str().unwrap().starts_with("embedded copy"), "{v}");
+    assert!(
+        v["source"].as_str().unwrap().starts_with("embedded copy"),
+        "{v}"
+    );
     assert_eq!(
         v["content_sha256"],
         "af4fed119f71fca6dda51251c294bf566f6ba6c394ee14525152a1a319eab432"

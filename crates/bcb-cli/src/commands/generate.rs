@@ -325,10 +325,7 @@ pub fn generate_for_evaluate(
 impl ModelArgs {
     /// The progress display for this run: a bar on a terminal, plain lines in a log.
     pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
-        anyhow::ensure!(
-            interval_secs > 0.0,
-            "--progress-interval must be positive"
-        );
+        anyhow::ensure!(interval_secs > 0.0, "--progress-interval must be positive");
         let mode = Mode::detect(self.no_progress, Duration::from_secs_f64(interval_secs));
         Ok(CliReporter::new(mode))
     }
@@ -337,7 +334,8 @@ impl ModelArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = args.model.options(args.split, args.dataset.subset)?;
     let ds = args.dataset.spec().load()?;
-    let outcome = bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval)?)?;
+    let outcome =
+        bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval)?)?;
     eprintln!("{}", outcome.summary());
     println!("{}", outcome.path.display());
     Ok(if outcome.is_complete() {
