@@ -1,10 +1,14 @@
-//! Code generation for BigCodeBench: one interface over OpenAI (and every compatible server),
-//! Anthropic, Google Gemini, Mistral, Ollama and local GGUF models served by llama.cpp.
+//! Code generation for BigCodeBench: one interface over vLLM (`vllm serve` started for the
+//! run), the Hugging Face Inference API, OpenAI (and every compatible server), Anthropic,
+//! Google Gemini, Mistral, Ollama and local GGUF models served by llama.cpp.
 //!
 //! Prompts, stop words and output file names follow the original harness (bigcodebench 0.2.5).
 //! Unlike it, requests run concurrently under request/token rate limits, errors are retried
-//! by class with exponential backoff and `Retry-After`, and every sample is appended to the
-//! output file as soon as it arrives, so a re-run generates only what is missing.
+//! by class with exponential backoff and `Retry-After`, a run stops after a few connection
+//! failures in a row, every sample is appended to a journal as soon as it arrives (so a
+//! re-run generates only what is missing), and the final samples file is written at the end
+//! in dataset order with Python's `json.dumps` formatting. Progress goes to a
+//! [`Reporter`]; the library never prints.
 
 pub mod error;
 pub mod http;

@@ -1,5 +1,5 @@
-//! A generation run: work out what is missing, send requests concurrently under the
-//! configured limits, and append every finished sample to the journal as it arrives.
+//! A generation run: check the inputs, work out what is missing, send requests concurrently
+//! under the configured limits, journal every sample as it arrives, then write the final file.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -762,6 +762,7 @@ fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {
         (Some(401 | 403), Backend::Anthropic) => " (check ANTHROPIC_API_KEY)",
         (Some(401 | 403), Backend::Google) => " (check GOOGLE_API_KEY)",
         (Some(401 | 403), Backend::Mistral) => " (check MISTRAL_API_KEY)",
+        (Some(401 | 403), Backend::HfInference) => " (check HF_INFERENCE_API_KEY or HF_TOKEN)",
         (Some(404), _) => " (check --model and --base-url)",
         _ => "",
     }
