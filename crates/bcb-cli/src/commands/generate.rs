@@ -309,19 +309,6 @@ fn parse_id_range(s: &str) -> anyhow::Result<(usize, usize)> {
     Ok((lo, hi))
 }
 
-#[allow(dead_code)] // called by `bcb evaluate` once it generates before evaluating
-/// Generates for `bcb evaluate` and returns the samples file (errors if any task lacks samples).
-pub fn generate_for_evaluate(
-    dataset: &DatasetArgs,
-    split: Split,
-    model: &ModelArgs,
-) -> anyhow::Result<PathBuf> {
-    let spec = dataset.spec();
-    let ds = spec.load()?;
-    let opts = model.options(split, dataset.subset)?;
-    bcb_generate::generate_samples_with(&opts, &ds, model.reporter(30.0)?)
-}
-
 impl ModelArgs {
     /// The progress display for this run: a bar on a terminal, plain lines in a log.
     pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
