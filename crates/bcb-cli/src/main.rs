@@ -2,6 +2,7 @@
 
 mod commands;
 mod common;
+mod generate_progress;
 
 use std::process::ExitCode;
 
