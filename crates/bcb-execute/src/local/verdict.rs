@@ -62,18 +62,6 @@ fn stable_harness_path(trace: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn harness_paths_are_stable() {
-        let t = "  File \"__test__.py\", line 50, in task_func\n  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness.py\", line 529, in patched\n";
-        assert_eq!(
-            super::stable_harness_path(t),
-            "  File \"__test__.py\", line 50, in task_func\n  File \"bcb_harness.py\", line 529, in patched\n"
-        );
-        assert_eq!(super::stable_harness_path("no harness"), "no harness");
-    }
-}
 
 /// Applies the rules to one result message; `wall` is the executor's own measure.
 pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
@@ -168,4 +156,17 @@ pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecEr
         return Ok(out);
     }
     Err(ExecError::transient(f.message.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn harness_paths_are_stable() {
+        let t = "  File \"__test__.py\", line 50, in task_func\n  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness.py\", line 529, in patched\n";
+        assert_eq!(
+            super::stable_harness_path(t),
+            "  File \"__test__.py\", line 50, in task_func\n  File \"bcb_harness.py\", line 529, in patched\n"
+        );
+        assert_eq!(super::stable_harness_path("no harness"), "no harness");
+    }
 }
