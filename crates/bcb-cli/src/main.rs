@@ -37,6 +37,12 @@ enum Command {
     Evaluate(Box<commands::evaluate::Args>),
     /// Write failing samples, tests and tracebacks to a folder for reading.
     Inspect(commands::inspect::Args),
+    /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
+    Report(commands::report::Args),
+    /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
+    Compare(commands::compare::Args),
+    /// Leaderboard over a folder of result files: a table and the official results.json shape.
+    Leaderboard(commands::leaderboard::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +56,9 @@ fn main() -> ExitCode {
         Command::Syncheck(a) => commands::syncheck::run(a),
         Command::Evaluate(a) => commands::evaluate::run(*a),
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::compare::run(a),
+        Command::Leaderboard(a) => commands::leaderboard::run(a),
     };
     match result {
         Ok(code) => code,

@@ -218,12 +218,18 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
 }
 
 fn failure(class: FailureClass, exception: Option<String>, test: &str, text: &str) -> Failure {
-    let line = text
+    // The exception line of a traceback says the most; else the last non-empty line.
+    let exc_line = last_exception(text).map(|(e, m)| if m.is_empty() { e.to_string() } else { format!("{e}: {m}") });
+    let last = text
         .lines()
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or("");
-    let line = if line.is_empty() { text.trim() } else { line };
+    let line = match &exc_line {
+        Some(l) => l.as_str(),
+        None if last.is_empty() => text.trim(),
+        None => last,
+    };
     let mut excerpt: String = line.chars().take(200).collect();
     if line.chars().count() > 200 {
         excerpt.push('…');

@@ -211,6 +211,32 @@ fn details_list(m: &Map<String, Value>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Task ids from a file: a pass@k JSON (`failed_tasks`), a JSON list, or one id per line.
+pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let ids: Vec<String> = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(o)) => o
+            .get("failed_tasks")
+            .and_then(Value::as_array)
+            .with_context(|| format!("{} has no `failed_tasks` list", path.display()))?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        Ok(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        _ => text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect(),
+    };
+    // Bare numbers mean `BigCodeBench/N`.
+    Ok(ids
+        .into_iter()
+        .map(|id| if id.chars().all(|c| c.is_ascii_digit()) { format!("BigCodeBench/{id}") } else { id })
+        .collect())
+}
+
 /// Reads JSON from a plain or gzip-compressed file (by the `.gz` suffix).
 pub fn read_json(path: &Path) -> anyhow::Result<Value> {
     let file =

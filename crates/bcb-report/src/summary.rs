@@ -32,6 +32,14 @@ impl TaskInfo {
     }
 }
 
+/// The task list of a dataset, with the prompt of `split`.
+pub fn task_infos(ds: &bcb_dataset::Dataset, split: bcb_dataset::Split) -> Vec<TaskInfo> {
+    ds.tasks()
+        .iter()
+        .map(|t| TaskInfo::new(&t.task_id, t.lib_names(), t.prompt(split).to_string()))
+        .collect()
+}
+
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
     /// The k of pass@k to report (only those every task has enough samples for).

@@ -1,7 +1,10 @@
+pub mod compare;
 pub mod dataset;
 pub mod env;
 pub mod evaluate;
 pub mod generate;
 pub mod inspect;
+pub mod leaderboard;
+pub mod report;
 pub mod sanitize;
 pub mod syncheck;
