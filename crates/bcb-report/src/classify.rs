@@ -199,7 +199,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
             class,
             Some(exc.to_string()),
             test,
-            &format!("{exc}: {msg}"),
+            &exception_line(exc, msg),
         ));
     }
     if let Some((test, exc, msg)) = first_assertion {
@@ -207,7 +207,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
             FailureClass::AssertionFailure,
             Some(exc.to_string()),
             test,
-            &format!("{exc}: {msg}"),
+            &exception_line(exc, msg),
         ));
     }
     if sample.status == Status::Timeout {
@@ -219,7 +219,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
 
 fn failure(class: FailureClass, exception: Option<String>, test: &str, text: &str) -> Failure {
     // The exception line of a traceback says the most; else the last non-empty line.
-    let exc_line = last_exception(text).map(|(e, m)| if m.is_empty() { e.to_string() } else { format!("{e}: {m}") });
+    let exc_line = last_exception(text).map(|(e, m)| exception_line(e, m));
     let last = text
         .lines()
         .map(str::trim)
@@ -230,6 +230,7 @@ fn failure(class: FailureClass, exception: Option<String>, test: &str, text: &st
         None if last.is_empty() => text.trim(),
         None => last,
     };
+    let line = strip_ansi(line);
     let mut excerpt: String = line.chars().take(200).collect();
     if line.chars().count() > 200 {
         excerpt.push('…');
@@ -242,6 +243,35 @@ fn failure(class: FailureClass, exception: Option<String>, test: &str, text: &st
         exception,
         excerpt,
     }
+}
+
+fn exception_line(exc: &str, msg: &str) -> String {
+    if msg.is_empty() {
+        exc.to_string()
+    } else {
+        format!("{exc}: {msg}")
+    }
+}
+
+/// Drops terminal colour codes (NLTK colours its resource names).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ ... final byte in @..~
+            if chars.next() == Some('[') {
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The class of an exception type (the last traceback's), given its message.

@@ -163,6 +163,9 @@ impl Report {
                 }
             }
         }
+        // Tasks outside the dataset (or no dataset given): by task number.
+        let mut extra: Vec<&str> = extra.into_iter().collect();
+        extra.sort_by_key(|t| (bcb_dataset::task_number(t), t.to_string()));
         infos.extend(
             extra
                 .into_iter()
