@@ -151,8 +151,27 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
             }
         }
     }
-    // Tampering is the model's doing even where the ground truth fails; anything else on
-    // such a task is the environment's.
+    // An environment cause (no network, no NLTK data) in some test makes the verdict the
+    // environment's, unless another test failed with the model's own exception (a NameError
+    // next to a DNS failure is still the model's bug). Assertions may be knock-on effects.
+    let env = sample
+        .details
+        .iter()
+        .find_map(|(test, text)| environment_cause(text).map(|class| (class, test, text)));
+    let model_exception = sample.details.iter().find_map(|(test, text)| {
+        if test == "ALL" || environment_cause(text).is_some() {
+            return None;
+        }
+        let (exc, msg) = last_exception(text)?;
+        let class = class_of_exception(exc, msg);
+        (class != FailureClass::AssertionFailure).then_some((class, exc, msg, test))
+    });
+    if let (Some((class, test, text)), None) = (env, &model_exception) {
+        let exc = last_exception(text).map(|(t, _)| t.to_string());
+        return Some(failure(class, exc, test, env_line(text)));
+    }
+    // Tampering is the model's doing even where the ground truth fails; a visible network or
+    // NLTK cause (above) says more; anything else on such a task is the environment's.
     if gt_failing {
         let first = sample.details.first();
         return Some(failure(
@@ -173,28 +192,12 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
         };
         return Some(failure(class, None, "", text));
     }
-    // An environment cause anywhere means the verdict is not the model's: checked first.
-    for (test, text) in &sample.details {
-        if let Some(class) = environment_cause(text) {
-            let exc = last_exception(text).map(|(t, _)| t.to_string());
-            return Some(failure(class, exc, test, env_line(text)));
-        }
-    }
     if let Some(all) = all {
         let (exc, class) = classify_module_error(all);
         return Some(failure(class, exc, "ALL", all));
     }
     // Per test: the first non-assertion exception decides; only assertions -> wrong answer.
-    let mut first_assertion = None;
-    for (test, text) in &sample.details {
-        let Some((exc, msg)) = last_exception(text) else {
-            continue;
-        };
-        let class = class_of_exception(exc, msg);
-        if class == FailureClass::AssertionFailure {
-            first_assertion.get_or_insert((test, exc, msg));
-            continue;
-        }
+    if let Some((class, exc, msg, test)) = model_exception {
         return Some(failure(
             class,
             Some(exc.to_string()),
@@ -202,6 +205,10 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
             &exception_line(exc, msg),
         ));
     }
+    let first_assertion = sample.details.iter().find_map(|(test, text)| {
+        let (exc, msg) = last_exception(text)?;
+        (class_of_exception(exc, msg) == FailureClass::AssertionFailure).then_some((test, exc, msg))
+    });
     if let Some((test, exc, msg)) = first_assertion {
         return Some(failure(
             FailureClass::AssertionFailure,

@@ -115,12 +115,16 @@ impl Comparison {
         );
         let _ = writeln!(
             s,
-            "flips: {} solved only by A, {} only by B ({} both, {} neither); exact McNemar p = {:.4}",
+            "flips: {} solved only by A, {} only by B ({} both, {} neither); exact McNemar p = {}",
             self.a_only.len(),
             self.b_only.len(),
             self.both_solved,
             self.neither_solved,
-            self.mcnemar_p
+            if self.mcnemar_p < 1e-4 {
+                format!("{:.2e}", self.mcnemar_p)
+            } else {
+                format!("{:.4}", self.mcnemar_p)
+            }
         );
         let verdict = if self.noise {
             "the difference is within noise (p >= 0.05 or the interval includes 0)"

@@ -77,7 +77,7 @@ pub fn render(report: &Report, runs: &[RunResults], tasks: &[TaskInfo], title: &
         "<script id=\"data\" type=\"application/octet-stream\">{}</script>",
         detail_blob(report, runs, tasks)
     );
-    let _ = write!(h, "<script>{JS}</script></body></html>\n");
+    let _ = writeln!(h, "<script>{JS}</script></body></html>");
     h
 }
 

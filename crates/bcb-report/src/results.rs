@@ -213,7 +213,8 @@ fn details_list(m: &Map<String, Value>) -> Vec<(String, String)> {
 
 /// Task ids from a file: a pass@k JSON (`failed_tasks`), a JSON list, or one id per line.
 pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let ids: Vec<String> = match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(o)) => o
             .get("failed_tasks")
@@ -222,7 +223,10 @@ pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
             .iter()
             .filter_map(|v| v.as_str().map(str::to_string))
             .collect(),
-        Ok(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        Ok(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
         _ => text
             .lines()
             .map(str::trim)
@@ -233,7 +237,13 @@ pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
     // Bare numbers mean `BigCodeBench/N`.
     Ok(ids
         .into_iter()
-        .map(|id| if id.chars().all(|c| c.is_ascii_digit()) { format!("BigCodeBench/{id}") } else { id })
+        .map(|id| {
+            if id.chars().all(|c| c.is_ascii_digit()) {
+                format!("BigCodeBench/{id}")
+            } else {
+                id
+            }
+        })
         .collect())
 }
 

@@ -30,7 +30,7 @@ impl SplitMix64 {
 
     /// Uniform in `0..n` (Lemire's multiply-shift; the tiny bias is irrelevant for n < 2^20).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
 }
 

@@ -3,6 +3,8 @@
 //! data (tests/data), and — only where no real sample exists yet — constructed samples
 //! carrying the exact markers bcb's executors write (tests named `constructed_`).
 
+#![allow(clippy::print_stderr)] // prints the counts for the closing note
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -16,7 +18,9 @@ use common::{here_file, real_samples, results_file, HERMES, PHI};
 
 fn class_of(run: &RunResults, task: &str) -> FailureClass {
     let gt = run.gt_failed.iter().any(|t| t == task);
-    let s = &run.samples(task).unwrap_or_else(|| panic!("{task} missing"))[0];
+    let s = &run
+        .samples(task)
+        .unwrap_or_else(|| panic!("{task} missing"))[0];
     classify(s, gt).expect("a failing sample").class
 }
 
@@ -42,6 +46,8 @@ fn real_samples_of_the_original_give_the_model_classes() {
         ("BigCodeBench/10", FailureClass::Timeout),
         // socket.gaierror: Name or service not known (reverse DNS)
         ("BigCodeBench/176", FailureClass::EnvNetwork),
+        // NameError: name 'URLError' is not defined, next to a DNS failure: the model's
+        ("BigCodeBench/590", FailureClass::NameOrAttributeError),
         // in failed_tasks: the canonical solution failed in that run too
         ("BigCodeBench/63", FailureClass::EnvGroundTruth),
         ("BigCodeBench/205", FailureClass::EnvGroundTruth),
@@ -78,9 +84,15 @@ fn real_samples_here_give_the_environment_classes() {
         assert_eq!(class_of(&run, task), want, "{task}");
     }
     // Reverse DNS here returns None: only the ground-truth list can tell it is the environment.
-    assert_eq!(class_of(&run, "BigCodeBench/176"), FailureClass::AssertionFailure);
+    assert_eq!(
+        class_of(&run, "BigCodeBench/176"),
+        FailureClass::AssertionFailure
+    );
     let s = &run.samples("BigCodeBench/176").unwrap()[0];
-    assert_eq!(classify(s, true).unwrap().class, FailureClass::EnvGroundTruth);
+    assert_eq!(
+        classify(s, true).unwrap().class,
+        FailureClass::EnvGroundTruth
+    );
 }
 
 fn marked(status: Status, all: &str) -> Sample {
@@ -97,17 +109,32 @@ fn constructed_marker_samples_give_the_bcb_classes() {
     // No real sample yet: the executors emit these markers from the lead's execution rework.
     let cases = [
         (
-            marked(Status::Fail, &format!("{MARKER_TAMPER_REFUSED}writes to unittest internals")),
+            marked(
+                Status::Fail,
+                &format!("{MARKER_TAMPER_REFUSED}writes to unittest internals"),
+            ),
             FailureClass::TamperingRefused,
         ),
         (
-            marked(Status::Fail, &format!("{MARKER_TAMPER_DETECTED}result nonce mismatch")),
+            marked(
+                Status::Fail,
+                &format!("{MARKER_TAMPER_DETECTED}result nonce mismatch"),
+            ),
             FailureClass::TamperingDetected,
         ),
-        (marked(Status::Timeout, MARKER_MEMORY_LIMIT), FailureClass::MemoryLimit),
-        (marked(Status::Fail, MARKER_MEMORY_LIMIT), FailureClass::MemoryLimit),
         (
-            marked(Status::Fail, &format!("{MARKER_OUTPUT_CAP}: 65536 bytes of stdout")),
+            marked(Status::Timeout, MARKER_MEMORY_LIMIT),
+            FailureClass::MemoryLimit,
+        ),
+        (
+            marked(Status::Fail, MARKER_MEMORY_LIMIT),
+            FailureClass::MemoryLimit,
+        ),
+        (
+            marked(
+                Status::Fail,
+                &format!("{MARKER_OUTPUT_CAP}: 65536 bytes of stdout"),
+            ),
             FailureClass::OutputCap,
         ),
     ];
@@ -116,7 +143,10 @@ fn constructed_marker_samples_give_the_bcb_classes() {
     }
     // Tampering stays the model's fault on a task whose ground truth fails.
     let s = marked(Status::Fail, &format!("{MARKER_TAMPER_REFUSED}x"));
-    assert_eq!(classify(&s, true).unwrap().class, FailureClass::TamperingRefused);
+    assert_eq!(
+        classify(&s, true).unwrap().class,
+        FailureClass::TamperingRefused
+    );
 }
 
 fn counts(run: &RunResults) -> BTreeMap<&'static str, usize> {
@@ -144,11 +174,13 @@ fn per_class_counts_on_the_two_real_models() {
     let want_hermes = [
         ("syntax_error", 1),
         ("import_error", 1),
-        ("name_or_attribute_error", 64),
+        // 590: NameError 'URLError' next to a DNS failure is the model's bug.
+        ("name_or_attribute_error", 65),
         ("other_exception", 319),
         ("assertion_failure", 329),
         ("timeout", 3),
-        ("env_network", 3),
+        // 176 (reverse DNS) and 1040 (connection refused).
+        ("env_network", 2),
         ("env_ground_truth", 4),
     ];
     for (k, n) in want_hermes {

@@ -39,8 +39,10 @@ fn write_results(path: &Path, passes: impl Fn(usize) -> bool) {
 }
 
 fn pair(dir: &Path) -> Vec<RunResults> {
-    let a = dir.join("a--main--bigcodebench-complete--x-0-1-sanitized_calibrated_eval_results.json");
-    let b = dir.join("b--main--bigcodebench-complete--x-0-1-sanitized_calibrated_eval_results.json");
+    let a =
+        dir.join("a--main--bigcodebench-complete--x-0-1-sanitized_calibrated_eval_results.json");
+    let b =
+        dir.join("b--main--bigcodebench-complete--x-0-1-sanitized_calibrated_eval_results.json");
     write_results(&a, |i| i < 12);
     write_results(&b, |i| i < 7 || i == 12 || i == 13);
     vec![RunResults::load(&a).unwrap(), RunResults::load(&b).unwrap()]
@@ -53,8 +55,14 @@ fn hand_computed_pair() {
     let report = Report::build(&runs, &[], &ReportOptions::default());
     let c = compare(&report, 7, 10_000);
     assert_eq!(c.paired_tasks, 20);
-    let ids = |f: &[bcb_report::compare::Flip]| f.iter().map(|x| x.task_id.clone()).collect::<Vec<_>>();
-    assert_eq!(ids(&c.a_only), (7..12).map(|i| format!("BigCodeBench/{i}")).collect::<Vec<_>>());
+    let ids =
+        |f: &[bcb_report::compare::Flip]| f.iter().map(|x| x.task_id.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        ids(&c.a_only),
+        (7..12)
+            .map(|i| format!("BigCodeBench/{i}"))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(ids(&c.b_only), ["BigCodeBench/12", "BigCodeBench/13"]);
     assert_eq!((c.both_solved, c.neither_solved), (7, 6));
     assert!((c.pass_at_1_a - 0.60).abs() < 1e-12);
@@ -63,13 +71,27 @@ fn hand_computed_pair() {
     assert!((c.mcnemar_p - 0.453125).abs() < 1e-12, "{}", c.mcnemar_p);
     assert!(c.noise);
     // Percentile bootstrap vs the hand-computed normal interval [-0.4008, 0.1008].
-    assert!((c.difference.low + 0.40).abs() <= 0.05 + 1e-9, "low {}", c.difference.low);
-    assert!((c.difference.high - 0.10).abs() <= 0.05 + 1e-9, "high {}", c.difference.high);
+    assert!(
+        (c.difference.low + 0.40).abs() <= 0.05 + 1e-9,
+        "low {}",
+        c.difference.low
+    );
+    assert!(
+        (c.difference.high - 0.10).abs() <= 0.05 + 1e-9,
+        "high {}",
+        c.difference.high
+    );
     // Seeded: the same seed gives the same interval, another seed may move it a grid step.
     let again = compare(&report, 7, 10_000);
-    assert_eq!((again.difference.low, again.difference.high), (c.difference.low, c.difference.high));
+    assert_eq!(
+        (again.difference.low, again.difference.high),
+        (c.difference.low, c.difference.high)
+    );
     // The flip's class is the other run's failure.
-    assert_eq!(c.a_only[0].failed_as, Some(bcb_report::FailureClass::AssertionFailure));
+    assert_eq!(
+        c.a_only[0].failed_as,
+        Some(bcb_report::FailureClass::AssertionFailure)
+    );
 }
 
 #[test]
@@ -81,7 +103,11 @@ fn a_clear_gain_is_not_noise() {
     write_results(&a, |i| i < 5);
     write_results(&b, |i| i < 15);
     let runs = vec![RunResults::load(&a).unwrap(), RunResults::load(&b).unwrap()];
-    let c = compare(&Report::build(&runs, &[], &ReportOptions::default()), 1, 5_000);
+    let c = compare(
+        &Report::build(&runs, &[], &ReportOptions::default()),
+        1,
+        5_000,
+    );
     assert!((c.mcnemar_p - 2.0 / 1024.0).abs() < 1e-15);
     assert!((c.difference.value - 0.5).abs() < 1e-12);
     assert!(c.difference.low > 0.0);

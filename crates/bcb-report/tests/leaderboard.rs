@@ -30,12 +30,18 @@ fn official_shape(path: &Path) -> (Vec<String>, BTreeMap<String, BTreeSet<&'stat
     for entry in v.as_object().unwrap().values() {
         let obj = entry.as_object().unwrap();
         let keys: Vec<String> = obj.keys().cloned().collect();
-        assert!(order.get_or_insert(keys.clone()) == &keys, "official order differs");
+        assert!(
+            order.get_or_insert(keys.clone()) == &keys,
+            "official order differs"
+        );
         for (k, x) in obj {
             types.entry(k.clone()).or_default().insert(type_name(x));
             if let Value::Object(p) = x {
                 for (kk, y) in p {
-                    types.entry(format!("{k}.{kk}")).or_default().insert(type_name(y));
+                    types
+                        .entry(format!("{k}.{kk}"))
+                        .or_default()
+                        .insert(type_name(y));
                 }
             }
         }
@@ -47,11 +53,24 @@ fn check_shape(ours: &Map<String, Value>, official: &Path) {
     let (order, types) = official_shape(official);
     for (name, entry) in ours {
         let obj = entry.as_object().unwrap();
-        assert_eq!(obj.keys().cloned().collect::<Vec<_>>(), order, "{name}: keys");
+        assert_eq!(
+            obj.keys().cloned().collect::<Vec<_>>(),
+            order,
+            "{name}: keys"
+        );
         for (k, x) in obj {
-            assert!(types[k].contains(type_name(x)), "{name}.{k}: {} not in {:?}", type_name(x), types[k]);
+            assert!(
+                types[k].contains(type_name(x)),
+                "{name}.{k}: {} not in {:?}",
+                type_name(x),
+                types[k]
+            );
             if let Value::Object(p) = x {
-                assert_eq!(p.keys().collect::<Vec<_>>(), ["instruct", "complete"], "{name}.{k}");
+                assert_eq!(
+                    p.keys().collect::<Vec<_>>(),
+                    ["instruct", "complete"],
+                    "{name}.{k}"
+                );
                 for (kk, y) in p {
                     let key = format!("{k}.{kk}");
                     assert!(types[&key].contains(type_name(y)), "{name}.{key}");
@@ -88,7 +107,10 @@ fn real_models_in_the_official_shape() {
     assert_eq!(hermes["pass@1"]["complete"], 36.5);
     assert_eq!(hermes["pass@1"]["instruct"], Value::Null);
     assert_eq!(hermes["size"], 8);
-    assert_eq!(hermes["link"], "https://huggingface.co/NousResearch/Hermes-2-Theta-Llama-3-8B");
+    assert_eq!(
+        hermes["link"],
+        "https://huggingface.co/NousResearch/Hermes-2-Theta-Llama-3-8B"
+    );
     assert_eq!(hermes["date"], "2025-05-08");
     let phi = &ours["Phi-4-multimodal-instruct"];
     assert_eq!(phi["pass@1"]["complete"], 46.6);
@@ -104,6 +126,12 @@ fn real_models_in_the_official_shape() {
     // The markdown table ranks by complete pass@1.
     let md = render_markdown(&entries);
     let rows: Vec<&str> = md.lines().skip(2).collect();
-    assert!(rows[0].contains("Phi-4") && rows[0].contains("46.6"), "{md}");
-    assert!(rows[1].contains("Hermes") && rows[1].contains("36.5"), "{md}");
+    assert!(
+        rows[0].contains("Phi-4") && rows[0].contains("46.6"),
+        "{md}"
+    );
+    assert!(
+        rows[1].contains("Hermes") && rows[1].contains("36.5"),
+        "{md}"
+    );
 }

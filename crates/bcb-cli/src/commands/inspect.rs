@@ -37,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let results = EvalResults::load(&args.eval_results)?;
+    let results = load_results(&args.eval_results)?;
     let ds = args.dataset.spec().load()?;
     if let Some(warning) = subset_mismatch(&args, &results, &ds) {
         eprintln!("warning: {warning}");
@@ -45,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let name = args
         .eval_results
         .file_name()
-        .map(|s| s.to_string_lossy().replace(".json", ""))
+        .map(|s| s.to_string_lossy().replace(".gz", "").replace(".json", ""))
         .unwrap_or_else(|| "eval_results".into());
     let root = args.save_path.join(name);
     if args.in_place && root.exists() {
@@ -141,9 +141,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Plain files as `bcb evaluate` reads them; `.gz` (as in ../shared/real-samples) too.
+fn load_results(path: &Path) -> anyhow::Result<EvalResults> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        let value = bcb_report::results::read_json(path)?;
+        return serde_json::from_value(value)
+            .with_context(|| format!("{} is not an eval-results file", path.display()));
+    }
+    EvalResults::load(path)
+}
+
 /// The original silently inspects only the tasks of `--subset`; say so when the results file
 /// was made on another subset (by its pass@k file, or by tasks outside the subset).
-fn subset_mismatch(args: &Args, results: &EvalResults, ds: &bcb_dataset::Dataset) -> Option<String> {
+fn subset_mismatch(
+    args: &Args,
+    results: &EvalResults,
+    ds: &bcb_dataset::Dataset,
+) -> Option<String> {
     let chosen = args.dataset.subset.as_str();
     let outside = results.eval.keys().filter(|t| !ds.contains(t)).count();
     let recorded = bcb_report::results::pass_at_k_path(&args.eval_results)

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bcb_report::leaderboard::{render_csv, render_markdown, results_json, scan};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +58,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         let path = out_dir.join(file);
-        std::fs::write(&path, pretty4(&Value::Object(json))? + "\n")
+        let bytes = bcb_pyjson::to_pretty(&Value::Object(json))?;
+        bcb_pyjson::write_atomic(&path, &bytes)
             .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }
@@ -71,13 +71,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Four-space indentation, like the official leaderboard files.
-fn pretty4(v: &Value) -> anyhow::Result<String> {
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(b"    ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    v.serialize(&mut ser)?;
-    Ok(String::from_utf8(buf)?)
 }

@@ -1,7 +1,7 @@
 //! Where the tests find the shared real samples: `BCB_REAL_SAMPLES_DIR`, else
 //! `$BCB_DATASET_DIR/../real-samples`, else `../shared/real-samples` beside the repository.
 //! With `BCB_REQUIRE_DATA=1` (CI) a missing folder fails the test instead of skipping it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::print_stderr)] // tests say why they skip
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,11 @@ pub fn real_samples() -> Option<PathBuf> {
         std::env::var_os("BCB_DATASET_DIR").map(|d| PathBuf::from(d).join("../real-samples")),
         Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/real-samples")),
     ];
-    if let Some(dir) = candidates.into_iter().flatten().find(|d| d.join(format!("{HERMES}_eval_results.json.gz")).exists()) {
+    if let Some(dir) = candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.join(format!("{HERMES}_eval_results.json.gz")).exists())
+    {
         return Some(dir);
     }
     if std::env::var("BCB_REQUIRE_DATA").is_ok_and(|v| v == "1") {
