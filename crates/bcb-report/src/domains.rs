@@ -210,3 +210,27 @@ const LIB_DOMAINS: &[(&str, Domain)] = &[
     ("zipfile", Domain::System),
     ("zlib", Domain::System),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_complete() {
+        assert!(LIB_DOMAINS.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(LIB_DOMAINS.len(), 155);
+        for d in Domain::ALL {
+            assert!(
+                LIB_DOMAINS.iter().any(|(_, x)| *x == d),
+                "{d:?} has a library"
+            );
+        }
+        assert_eq!(
+            Domain::of_library("matplotlib"),
+            Some(Domain::Visualization)
+        );
+        assert_eq!(Domain::of_library("Crypto"), Some(Domain::Cryptography));
+        assert_eq!(Domain::of_library("requests"), Some(Domain::Network));
+        assert_eq!(Domain::of_library("no-such-lib"), None);
+    }
+}
