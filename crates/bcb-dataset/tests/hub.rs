@@ -2,6 +2,7 @@
 //! real dataset rows (`$BCB_DATASET_DIR`), at the hub's own paths, with the hub's redirect to
 //! a CDN path. The server is a stand-in for huggingface.co (unreachable here); the parquet
 //! files, the HTTP client, the decoder and the cache are the real ones.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;

@@ -5,6 +5,7 @@
 //! The original runs in a venv made by `.ci/setup-sanitize.sh` (found via
 //! `BCB_UPSTREAM_PYTHON`, else created by running that script). Where neither works the test
 //! prints why and passes as skipped, unless `BCB_REQUIRE_UPSTREAM=1`, where it fails.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 mod common;
 

@@ -8,6 +8,18 @@
 #
 # Used both as a long-lived pre-warmed pool slot (modules imported once, then forked) and as
 # a one-shot cold process (nothing preloaded), so both paths share the same isolation.
+#
+# Wire protocol (Rust side: src/local/wire.rs; change both together):
+#   fd 3, in:  {isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
+#               tmpfs_mb}, env, preload, cgroups, workroot, one_shot}   -- once, first
+#              {key, code, test, time_limit}                            -- one per job
+#              {op: "exit"}
+#   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
+#              {event: "started", key, pid}
+#              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
+#               killed_at_deadline, oom_killed?, integrity?, report?}
+#   report (written by the sample's process on its private channel, untrusted):
+#              {status, details, test_secs, ran, skipped, integrity?} or {harness_error}
 
 import json
 import os
@@ -928,7 +940,8 @@ def run_job(job, cfg, pidns_fd):
             buf += data
     os.close(rfd)
     os.close(pidfd)
-    _, wstatus = os.waitpid(pid, 0)
+    # wait4: the child's rusage covers it and every descendant it waited for.
+    _, wstatus, usage = os.wait4(pid, 0)
     if pidns_fd is None:
         kill_orphans()  # with a PID namespace, its init's death already took everything
     wall = time.time() - t0
@@ -936,7 +949,7 @@ def run_job(job, cfg, pidns_fd):
         for name in os.listdir(base):
             if name.startswith("s-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-    msg = {"event": "result", "key": job["key"], "wall_secs": wall, "expected": expected}
+    msg = {"event": "result", "key": job["key"], "wall_secs": wall, "cpu_secs": usage.ru_utime + usage.ru_stime, "expected": expected}
     if os.WIFSIGNALED(wstatus):
         msg["signal"] = os.WTERMSIG(wstatus)
     else:
