@@ -191,7 +191,7 @@ fn a_slot_killed_from_outside_mid_run_is_retried() {
         .success());
 
     let path = samples(&env, "killed.jsonl", true);
-    let mut child = env
+    let child = env
         .bcb()
         .args(eval_args(
             &path,

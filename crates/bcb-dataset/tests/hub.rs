@@ -24,16 +24,7 @@ const FULL_V014_SHA256: &str = "0a02220ab46eb02034d8e58f69fa1ac926f7e9a2b62a69c5
 
 /// The shared dataset directory, or None (test skipped) when it is not configured.
 fn data_dir() -> Option<PathBuf> {
-    match std::env::var_os("BCB_DATASET_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None if std::env::var("BCB_REQUIRE_DATA").as_deref() == Ok("1") => {
-            panic!("BCB_REQUIRE_DATA=1 but BCB_DATASET_DIR is not set")
-        }
-        None => {
-            eprintln!("skipped: set BCB_DATASET_DIR to the bigcodebench data directory");
-            None
-        }
-    }
+    bcb_testkit::dataset_dir()
 }
 
 /// The uncompressed JSONL of a shared file, e.g. `bigcodebench-hard-v0.1.4`.

@@ -18,14 +18,11 @@ use common::answers::{answers, dataset_file, load_tasks};
 const ANSWERS: usize = 800;
 
 fn require() -> bool {
-    std::env::var("BCB_REQUIRE_UPSTREAM").is_ok_and(|v| v == "1")
+    bcb_testkit::Need::Upstream.required()
 }
 
 fn skip(why: &str) {
-    if require() {
-        panic!("BCB_REQUIRE_UPSTREAM=1 but {why}");
-    }
-    eprintln!("SKIPPED differential test against the original sanitizer: {why}");
+    bcb_testkit::missing(bcb_testkit::Need::Upstream, why);
 }
 
 fn workspace_root() -> PathBuf {

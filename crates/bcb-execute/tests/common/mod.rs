@@ -12,16 +12,7 @@ use bcb_execute::{executor_for, ExecConfig, Executor, Job, JobId, Limits, Outcom
 
 /// The eval interpreter from `BCB_PYTHON`; `None` (test skipped) unless `BCB_REQUIRE_PYTHON=1`.
 pub fn python() -> Option<PathBuf> {
-    match std::env::var_os("BCB_PYTHON").filter(|v| !v.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            if std::env::var("BCB_REQUIRE_PYTHON").as_deref() == Ok("1") {
-                panic!("BCB_PYTHON is not set but BCB_REQUIRE_PYTHON=1");
-            }
-            eprintln!("skipping: set BCB_PYTHON to the evaluation interpreter to run this test");
-            None
-        }
-    }
+    bcb_testkit::python()
 }
 
 pub fn dataset() -> Dataset {
