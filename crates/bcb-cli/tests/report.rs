@@ -14,23 +14,20 @@ const PHI: &str =
 
 /// `(real-samples dir, dataset dir)`, or `None` (skip) unless `BCB_REQUIRE_DATA=1`.
 fn shared() -> Option<(PathBuf, PathBuf)> {
-    let dataset = std::env::var_os("BCB_DATASET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
-        });
+    let dataset = bcb_testkit::dataset_dir()?;
     let real = std::env::var_os("BCB_REAL_SAMPLES_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| dataset.join("../real-samples"));
-    if real.join(format!("{HERMES}_eval_results.json.gz")).exists() && dataset.is_dir() {
+    if real.join(format!("{HERMES}_eval_results.json.gz")).exists() {
         return Some((real, dataset));
     }
-    if std::env::var("BCB_REQUIRE_DATA").is_ok_and(|v| v == "1") {
-        panic!(
-            "set BCB_DATASET_DIR to ../shared/bigcodebench (with ../shared/real-samples beside it)"
-        );
-    }
-    eprintln!("SKIP: set BCB_DATASET_DIR to ../shared/bigcodebench to run this test");
+    bcb_testkit::missing(
+        bcb_testkit::Need::Data,
+        &format!(
+            "no real samples in {} (../shared/real-samples)",
+            real.display()
+        ),
+    );
     None
 }
 

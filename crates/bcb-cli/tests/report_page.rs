@@ -155,12 +155,6 @@ impl Drop for Driver {
 #[test]
 fn report_page_opens_in_headless_chromium_without_errors_or_network() {
     let tools = (which("chromium"), which("chromedriver"));
-    let dataset = std::env::var_os("BCB_DATASET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
-        });
-    let real = dataset.join("../real-samples");
     let (Some(chromium), Some(chromedriver)) = tools else {
         assert!(
             !required(),
@@ -169,12 +163,12 @@ fn report_page_opens_in_headless_chromium_without_errors_or_network() {
         eprintln!("SKIP: chromium and chromedriver not on PATH (.ci/setup-chromium.sh)");
         return;
     };
+    let Some(dataset) = bcb_testkit::dataset_dir() else {
+        return;
+    };
+    let real = dataset.join("../real-samples");
     if !real.join(format!("{HERMES}_eval_results.json.gz")).exists() {
-        assert!(
-            !required() && std::env::var("BCB_REQUIRE_DATA").is_err(),
-            "../shared/real-samples missing"
-        );
-        eprintln!("SKIP: set BCB_DATASET_DIR to ../shared/bigcodebench");
+        bcb_testkit::missing(bcb_testkit::Need::Data, "../shared/real-samples is missing");
         return;
     }
 

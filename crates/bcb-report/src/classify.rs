@@ -132,11 +132,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
     if sample.status == Status::Pass {
         return None;
     }
-    let all = sample
-        .details
-        .iter()
-        .find(|(k, _)| k == "ALL")
-        .map(|(_, v)| v.as_str());
+    let all = sample.details.module_error();
     // bcb's own markers are exact: they win over everything else.
     if let Some(all) = all {
         let marked = [
@@ -159,7 +155,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
         .iter()
         .find_map(|(test, text)| environment_cause(text).map(|class| (class, test, text)));
     let model_exception = sample.details.iter().find_map(|(test, text)| {
-        if test == "ALL" || environment_cause(text).is_some() {
+        if test == bcb_execute::ALL || environment_cause(text).is_some() {
             return None;
         }
         let (exc, msg) = last_exception(text)?;
@@ -173,7 +169,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
     // Tampering is the model's doing even where the ground truth fails; a visible network or
     // NLTK cause (above) says more; anything else on such a task is the environment's.
     if gt_failing {
-        let first = sample.details.first();
+        let first = sample.details.iter().next();
         return Some(failure(
             FailureClass::EnvGroundTruth,
             None,
@@ -220,7 +216,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
     if sample.status == Status::Timeout {
         return Some(failure(FailureClass::Timeout, None, "", "time limit"));
     }
-    let (test, text) = &sample.details[0];
+    let (test, text) = sample.details.iter().next().unwrap_or(("", ""));
     Some(failure(FailureClass::OtherException, None, test, text))
 }
 

@@ -6,42 +6,17 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// A sample's verdict as upstream writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    Timeout,
-}
-
-impl Status {
-    pub fn parse(s: &str) -> Option<Status> {
-        match s {
-            "pass" => Some(Status::Pass),
-            "fail" => Some(Status::Fail),
-            "timeout" => Some(Status::Timeout),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Timeout => "timeout",
-        }
-    }
-}
+/// The verdict and details types of the execution contract: one definition for the workspace.
+pub use bcb_execute::{Details, Status};
 
 /// One evaluated sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub status: Status,
     /// Failing test name (or `ALL`) -> traceback or exception text, in file order.
-    pub details: Vec<(String, String)>,
+    pub details: Details,
     /// The executed code (calibration prefix included, as upstream stores it).
     pub solution: String,
     /// `Some(true)` when a re-run changed the verdict (a `flaky` key on the sample; written by
@@ -51,7 +26,7 @@ pub struct Sample {
 
 impl Sample {
     pub fn passed(&self) -> bool {
-        self.status == Status::Pass
+        self.status.is_pass()
     }
 }
 
@@ -178,15 +153,14 @@ impl RunResults {
 }
 
 fn parse_sample(r: &Value) -> anyhow::Result<Sample> {
-    let status_text = r.get("status").and_then(Value::as_str).unwrap_or("");
-    let status = Status::parse(status_text).with_context(|| {
-        format!("unknown status {status_text:?} (expected pass, fail or timeout)")
+    let status_value = r.get("status").cloned().unwrap_or(Value::Null);
+    let status: Status = serde_json::from_value(status_value.clone()).with_context(|| {
+        format!("unknown status {status_value} (expected \"pass\", \"fail\" or \"timeout\")")
     })?;
-    let details = r
-        .get("details")
-        .and_then(Value::as_object)
-        .map(details_list)
-        .unwrap_or_default();
+    let details: Details = match r.get("details") {
+        Some(d) => serde_json::from_value(d.clone()).context("`details` is not an object")?,
+        None => Details::new(),
+    };
     Ok(Sample {
         status,
         details,
@@ -197,18 +171,6 @@ fn parse_sample(r: &Value) -> anyhow::Result<Sample> {
             .to_string(),
         flaky: r.get("flaky").and_then(Value::as_bool),
     })
-}
-
-fn details_list(m: &Map<String, Value>) -> Vec<(String, String)> {
-    m.iter()
-        .map(|(k, v)| {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            (k.clone(), text)
-        })
-        .collect()
 }
 
 /// Task ids from a file: a pass@k JSON (`failed_tasks`), a JSON list, or one id per line.

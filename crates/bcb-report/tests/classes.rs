@@ -98,7 +98,7 @@ fn real_samples_here_give_the_environment_classes() {
 fn marked(status: Status, all: &str) -> Sample {
     Sample {
         status,
-        details: vec![("ALL".into(), all.into())],
+        details: bcb_report::results::Details::all(all),
         solution: String::new(),
         flaky: None,
     }

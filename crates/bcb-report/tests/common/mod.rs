@@ -1,7 +1,7 @@
 //! Where the tests find the shared real samples: `BCB_REAL_SAMPLES_DIR`, else
-//! `$BCB_DATASET_DIR/../real-samples`, else `../shared/real-samples` beside the repository.
-//! With `BCB_REQUIRE_DATA=1` (CI) a missing folder fails the test instead of skipping it.
-#![allow(dead_code, clippy::print_stderr)] // tests say why they skip
+//! `$BCB_DATASET_DIR/../real-samples` (../shared). With `BCB_REQUIRE_DATA=1` (CI) a missing
+//! folder fails the test instead of skipping it (bcb-testkit).
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -10,22 +10,20 @@ pub const PHI: &str =
     "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
 
 pub fn real_samples() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("BCB_REAL_SAMPLES_DIR").map(PathBuf::from),
-        std::env::var_os("BCB_DATASET_DIR").map(|d| PathBuf::from(d).join("../real-samples")),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/real-samples")),
-    ];
-    if let Some(dir) = candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.join(format!("{HERMES}_eval_results.json.gz")).exists())
-    {
+    let dir = match std::env::var_os("BCB_REAL_SAMPLES_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => bcb_testkit::dataset_dir()?.join("../real-samples"),
+    };
+    if dir.join(format!("{HERMES}_eval_results.json.gz")).exists() {
         return Some(dir);
     }
-    if std::env::var("BCB_REQUIRE_DATA").is_ok_and(|v| v == "1") {
-        panic!("the shared real samples are missing: set BCB_REAL_SAMPLES_DIR to ../shared/real-samples");
-    }
-    eprintln!("SKIP: set BCB_REAL_SAMPLES_DIR (../shared/real-samples) to run this test");
+    bcb_testkit::missing(
+        bcb_testkit::Need::Data,
+        &format!(
+            "no real samples in {} (../shared/real-samples; or set BCB_REAL_SAMPLES_DIR)",
+            dir.display()
+        ),
+    );
     None
 }
 
