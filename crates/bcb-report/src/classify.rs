@@ -12,10 +12,11 @@ use crate::results::{Sample, Status};
 
 /// `details["ALL"]` prefix: the tamper scan refused to run the sample.
 pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
-/// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it.
-pub const MARKER_TAMPER_DETECTED: &str = "bcb: result integrity check failed: ";
+/// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it
+/// (the executor's own constant, so the two never drift apart).
+pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
-pub const MARKER_MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
+pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
 /// `details["ALL"]` prefix: the sample's output passed the output cap.
 pub const MARKER_OUTPUT_CAP: &str = "bcb: output cap";
 

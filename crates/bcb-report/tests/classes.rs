@@ -83,6 +83,13 @@ fn real_samples_here_give_the_environment_classes() {
     for (task, want) in cases {
         assert_eq!(class_of(&run, task), want, "{task}");
     }
+    // A real memory-cgroup kill: bcb's marker, status timeout.
+    let killed = &run.samples("BigCodeBench/0").unwrap()[1];
+    assert_eq!(killed.status, Status::Timeout);
+    assert_eq!(
+        classify(killed, false).unwrap().class,
+        FailureClass::MemoryLimit
+    );
     // Reverse DNS here returns None: only the ground-truth list can tell it is the environment.
     assert_eq!(
         class_of(&run, "BigCodeBench/176"),
@@ -106,7 +113,9 @@ fn marked(status: Status, all: &str) -> Sample {
 
 #[test]
 fn constructed_marker_samples_give_the_bcb_classes() {
-    // No real sample yet: the executors emit these markers from the lead's execution rework.
+    // Constructed: no real sample of these yet (tamper scan and output cap markers are not
+    // emitted yet; a real integrity failure needs a forging sample; the real memory kill is
+    // in real_samples_here_give_the_environment_classes).
     let cases = [
         (
             marked(
