@@ -75,6 +75,36 @@ fn report_tables_on_two_real_models() {
     assert!(md.contains("## Failures caused by the environment (not the model's)"));
     assert!(md.contains("## Tasks where the models disagree (283)"));
 
+    // --gt-failed: tasks whose canonical solution fails here count as environment.
+    let tmp = tempfile::tempdir().unwrap();
+    let gt = tmp.path().join("gt.txt");
+    std::fs::write(&gt, "# failing here\n6\nBigCodeBench/12\n").unwrap();
+    let out = bcb(
+        &ds,
+        &[
+            "report",
+            &h,
+            "--format",
+            "json",
+            "--gt-failed",
+            gt.to_str().unwrap(),
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for task in ["BigCodeBench/6", "BigCodeBench/12"] {
+        let t = v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task_id"] == task)
+            .unwrap();
+        assert_eq!(
+            t["verdicts"][0]["failures"][0]["class"], "env_ground_truth",
+            "{task}"
+        );
+    }
+    assert_eq!(v["models"][0]["env_failures"], 6 + 2);
+
     let out = bcb(&ds, &["report", &h, "--format", "csv"]);
     let csv = String::from_utf8(out.stdout).unwrap();
     assert!(csv.starts_with("table,model,key,tasks,value,low,high,count,example\n"));

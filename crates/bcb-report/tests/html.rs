@@ -67,3 +67,23 @@ fn page_is_self_contained_and_embeds_the_task_data() {
     // No raw `</script>` can end the data early: base64 has no '<'.
     assert!(!b64.contains('<'));
 }
+
+#[test]
+fn flaky_verdicts_are_shown_apart() {
+    // A `flaky` flag as re-run tooling will write it (absent from upstream files).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m_eval_results.json");
+    let v = serde_json::json!({"date": "2026-12-01 08:00", "eval": {
+        "BigCodeBench/1": [{"task_id": "BigCodeBench/1", "solution": "", "status": "pass", "details": {}, "flaky": true}],
+        "BigCodeBench/2": [{"task_id": "BigCodeBench/2", "solution": "", "status": "pass", "details": {}}]
+    }});
+    std::fs::write(&path, v.to_string()).unwrap();
+    let runs = vec![RunResults::load(&path).unwrap()];
+    let report = Report::build(&runs, &[], &ReportOptions::default());
+    assert_eq!(report.models[0].flaky, 1);
+    let row = &report.tasks[0];
+    assert!(row.verdicts[0].as_ref().unwrap().flaky);
+    let page = render(&report, &runs, &[], "flaky");
+    assert_eq!(page.matches("<span class=\"flaky\"").count(), 1);
+    assert!(page.contains("data-tags=\"pass flaky\""));
+}
