@@ -27,6 +27,17 @@ impl Phase {
 
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// A run begins.
+    RunStarted {
+        /// What is checked: `evaluating` samples or `checking` the ground truth.
+        action: &'static str,
+        tasks: usize,
+        subset: &'a str,
+        version: &'a str,
+        executor: &'a str,
+        parallel: usize,
+        protections: &'a [String],
+    },
     /// A phase begins: `todo` jobs to run now, `done` already known (cache, journal).
     PhaseStarted {
         phase: Phase,

@@ -16,4 +16,4 @@ pub use event::{Event, Phase, RunReport, Sink};
 pub use ground_truth::{GroundTruth, GtCache};
 pub use plan::{Samples, Settings, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
-pub use session::{RetryPolicy, SampleRun, Session, SessionError};
+pub use session::{GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};

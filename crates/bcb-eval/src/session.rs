@@ -62,6 +62,26 @@ fn hint_line(e: &ExecError) -> String {
     format!("\nhint: {hint}")
 }
 
+/// What the ground-truth phase does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GtMode {
+    /// `--no-gt`: not run; every task gets the fallback time.
+    Skip,
+    /// Cached entries are used, missing ones run.
+    Use,
+    /// `--check-gt-only`: the selected tasks run again.
+    Recheck,
+}
+
+/// A whole run: the ground truth, then (if given) the samples.
+pub struct Request {
+    pub gt: GtMode,
+    pub samples: Option<Samples>,
+    pub run: SampleRun,
+    /// Workers, for the start-up line.
+    pub parallel: usize,
+}
+
 /// Options of the samples phase.
 #[derive(Debug, Clone)]
 pub struct SampleRun {
@@ -114,6 +134,36 @@ impl<'a> Session<'a> {
             .iter()
             .map(|t| t.task_id.clone())
             .collect()
+    }
+
+    /// Runs `request`: ground truth, then the samples if there are any.
+    pub fn run(
+        &self,
+        cache: &GtCache,
+        request: &Request,
+    ) -> Result<Option<RunReport>, SessionError> {
+        self.emit(&Event::RunStarted {
+            action: if request.samples.is_some() {
+                "evaluating"
+            } else {
+                "checking"
+            },
+            tasks: self.dataset.len(),
+            subset: self.dataset.subset.as_str(),
+            version: &self.dataset.version,
+            executor: self.executor.name(),
+            parallel: request.parallel,
+            protections: &self.executor.protections(),
+        })?;
+        let gt = match request.gt {
+            GtMode::Skip => self.skip_ground_truth()?,
+            GtMode::Use => self.ground_truth(cache, false)?,
+            GtMode::Recheck => self.ground_truth(cache, true)?,
+        };
+        match &request.samples {
+            Some(samples) => Ok(Some(self.evaluate(samples, &gt, &request.run)?)),
+            None => Ok(None),
+        }
     }
 
     /// The ground truth of the dataset's tasks: cached entries, plus the canonical solutions

@@ -24,8 +24,11 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let only: Vec<String> = args.iter().skip(3).cloned().collect();
-    let python = std::env::var("BCB_PYTHON")
-        .unwrap_or_else(|_| "/root/.cache/bcb/eval-env-py311/bin/python".into());
+    let python = std::env::var_os("BCB_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            bcb_execute::local::env::env_python(&bcb_execute::local::env::default_env_dir())
+        });
     let dataset = DatasetSpec::new(subset, None).load()?;
     let time_limit: f64 = std::env::var("BCB_TIME_LIMIT")
         .ok()
@@ -62,7 +65,7 @@ fn main() -> anyhow::Result<()> {
         jobs.sort_by(|a, b| b.expected_secs.partial_cmp(&a.expected_secs).unwrap());
     }
     let cfg = ExecConfig {
-        python: python.into(),
+        python,
         parallel,
         limits: Limits::default(),
     };

@@ -32,16 +32,22 @@ pub struct ConsoleSummary {
 }
 
 impl ConsoleSummary {
+    /// `split` and `subset` name the run in the title (`BigCodeBench-Complete (Full)`).
     pub fn new(
         out: Box<dyn Write + Send>,
-        title: String,
+        split: &str,
+        subset: &str,
         gt_only: bool,
         no_gt: bool,
         save_pass_rate: bool,
     ) -> Self {
         ConsoleSummary {
             out,
-            title,
+            title: format!(
+                "BigCodeBench-{} ({})",
+                capitalize(split),
+                capitalize(subset)
+            ),
             gt_only,
             no_gt,
             save_pass_rate,
@@ -136,4 +142,11 @@ impl Sink for ConsoleSummary {
         self.out.flush()?;
         Ok(())
     }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }

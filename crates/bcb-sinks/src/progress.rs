@@ -174,6 +174,18 @@ impl Sink for ProgressSink {
             return Ok(());
         }
         match event {
+            Event::RunStarted {
+                action,
+                tasks,
+                subset,
+                version,
+                executor,
+                parallel,
+                protections,
+            } => self.say(&format!(
+                "{action} {tasks} tasks ({subset} {version}), executor {executor} x{parallel}: {}",
+                protections.join(", ")
+            )),
             Event::PhaseStarted { phase, todo, done } => self.start(*phase, *todo, *done),
             Event::JobDone { outcome, .. } => {
                 let mut c = self.counts.lock().unwrap();

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bcb_dataset::Split;
-use bcb_eval::{GtCache, SampleRun, Samples, Session, Settings};
+use bcb_eval::plan::samples_journal_key;
+use bcb_eval::{GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings};
 use bcb_execute::local::env as pyenv;
 use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks};
@@ -40,8 +41,8 @@ pub struct Args {
     )]
     pub ids: String,
     /// Which pass@k to report (only k <= the fewest samples of any task are written).
-    #[arg(long, default_value = "1,5,10")]
-    pub pass_k: String,
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pass_k: Vec<u64>,
     /// Write `*_pass_at_k.json`.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub save_pass_rate: bool,
@@ -116,31 +117,6 @@ pub struct Args {
     pub generation: super::generate::ModelArgs,
 }
 
-fn parse_ids(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            if s.chars().all(|c| c.is_ascii_digit()) {
-                format!("BigCodeBench/{s}")
-            } else {
-                s.to_string()
-            }
-        })
-        .collect()
-}
-
-fn parse_pass_k(s: &str) -> anyhow::Result<Vec<u64>> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|k| match k.parse::<u64>() {
-            Ok(v) if v > 0 => Ok(v),
-            _ => bail!("--pass-k: `{k}` is not a positive integer (expected e.g. 1,5,10)"),
-        })
-        .collect()
-}
-
 impl Args {
     fn limits(&self) -> Limits {
         Limits {
@@ -155,20 +131,52 @@ impl Args {
     }
 
     fn parallel(&self) -> usize {
-        if self.parallel < 1 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            self.parallel as usize
+        match usize::try_from(self.parallel) {
+            Ok(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 
     fn progress(&self) -> ProgressMode {
-        let interval = Duration::from_secs_f64(self.progress_interval.max(1.0));
-        if self.quiet {
-            ProgressMode::Off
-        } else {
-            ProgressMode::Auto { interval }
+        match self.quiet {
+            true => ProgressMode::Off,
+            false => ProgressMode::Auto {
+                interval: Duration::from_secs_f64(self.progress_interval.max(1.0)),
+            },
         }
+    }
+
+    fn gt_mode(&self) -> GtMode {
+        match (self.check_gt_only, self.no_gt) {
+            (true, _) => GtMode::Recheck,
+            (false, true) => GtMode::Skip,
+            (false, false) => GtMode::Use,
+        }
+    }
+
+    /// The samples to evaluate: `--samples`, or generated first with `--model` (as the
+    /// original does, for the selected tasks only); checked before anything runs.
+    fn samples(
+        &self,
+        ds: &bcb_dataset::Dataset,
+        calibrated: bool,
+    ) -> anyhow::Result<Option<Samples>> {
+        if self.check_gt_only {
+            return Ok(None);
+        }
+        let path = match (&self.samples, &self.generation.model) {
+            (Some(path), _) if path.is_file() && !path.to_string_lossy().ends_with(".jsonl") => {
+                bail!("samples file {} must end in .jsonl (or be a directory)", path.display())
+            }
+            (Some(path), _) => path.clone(),
+            (None, Some(_)) => {
+                let path = bcb_generate::generate_samples(&self.generation.options(self.split, ds.subset)?, ds)?;
+                eprintln!("samples: {}", path.display());
+                path
+            }
+            (None, None) => bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)"),
+        };
+        Ok(Some(Samples::read(ds, &path, calibrated)?))
     }
 }
 
@@ -179,42 +187,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
-    let pass_k = parse_pass_k(&args.pass_k)?;
-    let generate = args.samples.is_none() && !args.check_gt_only && args.generation.model.is_some();
-    if args.samples.is_none() && !args.check_gt_only && !generate {
-        bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)");
-    }
-    if let Some(s) = &args.samples {
-        if s.is_file() && !s.to_string_lossy().ends_with(".jsonl") {
-            bail!(
-                "samples file {} must end in .jsonl (or be a directory)",
-                s.display()
-            );
-        }
-    }
     let mut ds = args.dataset.spec().load()?;
-    let ids = parse_ids(&args.ids);
+    let ids = bcb_dataset::parse_task_ids(&args.ids);
     if !ids.is_empty() {
         ds.retain_ids(&ids)?;
     }
-    // As the original: without --samples, generate them first (only for the selected tasks).
-    let samples_path = match (&args.samples, generate) {
-        (_, true) => {
-            let opts = args.generation.options(args.split, ds.subset)?;
-            let path = bcb_generate::generate_samples(&opts, &ds)?;
-            eprintln!("samples: {}", path.display());
-            Some(path)
-        }
-        (path, false) => path.clone(),
-    };
-    // Read and check the samples before starting anything expensive.
-    let samples = match &samples_path {
-        Some(path) => Some(Samples::read(&ds, path, calibrated)?),
-        None => None,
-    };
+    let samples = args.samples(&ds, calibrated)?;
     if args.no_execute {
-        if let Some(path) = &samples_path {
-            println!("{}", path.display());
+        if let Some(s) = &samples {
+            println!("{}", s.path.display());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -235,74 +216,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let executor = spec
         .build(config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
-    if !args.quiet {
-        let what = if args.check_gt_only {
-            "checking"
-        } else {
-            "evaluating"
-        };
-        eprintln!(
-            "{what} {} tasks ({} {}), executor {} x{}: {}",
-            ds.len(),
-            ds.subset,
-            ds.version,
-            executor.name(),
-            args.parallel(),
-            executor.protections().join(", ")
-        );
-    }
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
-    let title = format!(
-        "BigCodeBench-{} ({})",
-        capitalize(args.split.as_str()),
-        capitalize(ds.subset.as_str())
-    );
     let sinks = bcb_sinks::standard(StandardSinks {
-        gt_cache: (!args.no_gt || args.check_gt_only).then_some(&gt_cache),
-        samples: samples.as_ref().map(|s| {
-            (
-                s.path.as_path(),
-                bcb_eval::plan::samples_journal_key(s, &settings),
-            )
-        }),
+        gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
+        samples: samples
+            .as_ref()
+            .map(|s| (s.path.as_path(), samples_journal_key(s, &settings))),
         progress: args.progress(),
         save_pass_rate,
         force: args.force,
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
-            title,
+            args.split.as_str(),
+            ds.subset.as_str(),
             args.check_gt_only,
             args.no_gt,
             save_pass_rate,
         )),
     });
-    let retry = bcb_eval::RetryPolicy {
+    let request = Request {
+        gt: args.gt_mode(),
+        samples,
+        run: SampleRun {
+            pass_k: args.pass_k.clone(),
+            no_gt: args.no_gt,
+            force: args.force,
+        },
+        parallel: args.parallel(),
+    };
+    let retry = RetryPolicy {
         retries: args.exec_retries,
         ..Default::default()
     };
-    let session = Session::new(&ds, executor.as_ref(), &settings, sinks).with_retry(retry);
-    let gt = if args.no_gt && !args.check_gt_only {
-        session.skip_ground_truth()?
-    } else {
-        session.ground_truth(&gt_cache, args.check_gt_only)?
-    };
-    if let Some(samples) = samples.filter(|_| !args.check_gt_only) {
-        session.evaluate(
-            &samples,
-            &gt,
-            &SampleRun {
-                pass_k,
-                no_gt: args.no_gt,
-                force: args.force,
-            },
-        )?;
-    }
+    Session::new(&ds, executor.as_ref(), &settings, sinks)
+        .with_retry(retry)
+        .run(&gt_cache, &request)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }
