@@ -37,6 +37,8 @@ enum Command {
     Evaluate(Box<commands::evaluate::Args>),
     /// Write failing samples, tests and tracebacks to a folder for reading.
     Inspect(commands::inspect::Args),
+    /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
+    Merge(commands::merge::Args),
     /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
     Report(commands::report::Args),
     /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Syncheck(a) => commands::syncheck::run(a),
         Command::Evaluate(a) => commands::evaluate::run(*a),
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::Merge(a) => commands::merge::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Leaderboard(a) => commands::leaderboard::run(a),

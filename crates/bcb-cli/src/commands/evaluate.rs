@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use bcb_dataset::Split;
 use bcb_eval::plan::samples_journal_key;
-use bcb_eval::{GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings};
+use bcb_eval::{
+    GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
+};
 use bcb_execute::local::env as pyenv;
 use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks};
@@ -90,6 +92,14 @@ pub struct Args {
     /// Skip the ground truth (every task gets the 20 s fallback; gt_pass_rate is 0.0).
     #[arg(long)]
     pub no_gt: bool,
+    /// Run only shard I of N (`2/4`), or `auto` from the scheduler (Slurm array, Kubernetes
+    /// Indexed Job). Each shard keeps its verdicts in `X_eval_results.json.shard-I-of-N.jsonl`;
+    /// `bcb merge` joins them into the files one run would have written.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// The number of shards for `--shard auto` under Kubernetes (the Job's completions).
+    #[arg(long)]
+    pub shard_count: Option<usize>,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -144,6 +154,15 @@ impl Args {
                 interval: Duration::from_secs_f64(self.progress_interval.max(1.0)),
             },
         }
+    }
+
+    fn shard(&self) -> anyhow::Result<Option<Shard>> {
+        let shard = match self.shard.as_deref() {
+            None => return Ok(None),
+            Some("auto") => Shard::from_scheduler(self.shard_count),
+            Some(s) => s.parse(),
+        };
+        shard.map(Some).map_err(|e| anyhow::anyhow!("--shard: {e}"))
     }
 
     fn gt_mode(&self) -> GtMode {
@@ -217,6 +236,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build(config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
+    let shard = match (args.shard()?, &samples) {
+        (Some(shard), Some(s)) => Some(ShardPlan::new(&ds, s, &settings, shard)),
+        (Some(_), None) => bail!(
+            "--shard needs --samples: a shard runs the ground truth and the samples of its tasks"
+        ),
+        (None, _) => None,
+    };
     let sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
@@ -225,6 +251,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         progress: args.progress(),
         save_pass_rate,
         force: args.force,
+        shard: shard.as_ref(),
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
             args.split.as_str(),
@@ -243,6 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             force: args.force,
         },
         parallel: args.parallel(),
+        shard,
     };
     let retry = RetryPolicy {
         retries: args.exec_retries,

@@ -5,6 +5,7 @@ pub mod evaluate;
 pub mod generate;
 pub mod inspect;
 pub mod leaderboard;
+pub mod merge;
 pub mod report;
 pub mod sanitize;
 pub mod syncheck;
