@@ -52,6 +52,28 @@ fn merge(env: &evalkit::Env, samples: &Path, shards: &[PathBuf]) -> std::process
     env.run(&refs)
 }
 
+/// Tasks whose results differ, with both sides' statuses (a short failure message).
+fn differing(a: &Value, b: &Value) -> Vec<String> {
+    let (a, b) = (
+        a["eval"].as_object().unwrap(),
+        b["eval"].as_object().unwrap(),
+    );
+    let statuses = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .map(|r| r["status"].as_str().unwrap_or("?").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    a.keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k}: {:?} vs {:?}", statuses(a.get(k)), statuses(b.get(k))))
+        .collect()
+}
+
 fn without_date(path: &Path) -> Value {
     let mut v = read_json(path);
     v["date"] = Value::Null;
@@ -79,7 +101,9 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
         assert_eq!(shards.len(), n);
         let out = merge(&env, &samples, &[]);
         assert!(out.status.success(), "{}", stderr(&out));
-        assert_eq!(without_date(&results)["eval"], want["eval"], "n = {n}");
+        let got = without_date(&results);
+        let diff = differing(&got, &want);
+        assert!(diff.is_empty(), "n = {n}: {diff:?}");
         let mut got_k = read_json(&bcb_samples::pass_at_k_path(&results));
         got_k["model"] = want_k["model"].clone();
         assert_eq!(got_k, want_k, "n = {n}");
