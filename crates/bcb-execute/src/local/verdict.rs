@@ -62,7 +62,6 @@ fn stable_harness_path(trace: &str) -> String {
     out
 }
 
-
 /// Applies the rules to one result message; `wall` is the executor's own measure.
 pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
     let mut out = Outcome::new(Status::Timeout, Details::new());
