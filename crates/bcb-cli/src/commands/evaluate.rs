@@ -34,9 +34,15 @@ pub struct Args {
     /// Samples: a JSONL file of {task_id, solution|completion} or a directory {task}/{k}.py.
     #[arg(long)]
     pub samples: Option<PathBuf>,
-    /// Where to execute: `local` (this machine). `gradio` and `e2b` are not available yet.
+    /// Where to execute: `local` (this machine), `gradio` (an evaluator Space, see
+    /// --gradio-endpoint) or `e2b` (a sandbox, see --e2b-endpoint). Never falls back to local.
     #[arg(long, default_value = "local")]
     pub execution: String,
+    #[command(
+        flatten,
+        next_help_heading = "Remote execution (--execution gradio|e2b)"
+    )]
+    pub remote: super::remote::RemoteArgs,
     /// Local executor: `pool` (pre-warmed, sandboxed) or `process` (fresh process per sample).
     #[arg(long, default_value = "pool", env = "BCB_EXECUTOR")]
     pub executor: LocalKind,
@@ -249,7 +255,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.reconcile_labels()?;
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
-        other => bail!("--execution {other}: only `local` is available in this version\nhint: run without --execution to evaluate on this machine"),
+        "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
+        "e2b" => return super::remote::run(&args, super::remote::Backend::E2b),
+        other => bail!("--execution {other}: expected `local`, `gradio` or `e2b`\nhint: run without --execution to evaluate on this machine"),
     };
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
