@@ -41,6 +41,12 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
     Merge(commands::merge::Args),
+    /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
+    Report(commands::report::Args),
+    /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
+    Compare(commands::compare::Args),
+    /// Leaderboard over a folder of result files: a table and the official results.json shape.
+    Leaderboard(commands::leaderboard::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +74,9 @@ fn main() -> ExitCode {
         }
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Merge(a) => commands::merge::run(a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Compare(a) => commands::compare::run(a),
+        Command::Leaderboard(a) => commands::leaderboard::run(a),
     };
     match result {
         Ok(code) => code,

@@ -212,6 +212,9 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
         results_path.to_str().unwrap(),
         "--split",
         "complete",
+        // inspect defaults to the hard subset, as the original does.
+        "--subset",
+        "full",
         "--save_path",
         save.to_str().unwrap(),
     ]);

@@ -1,6 +1,7 @@
 //! `bcb inspect`: lay out every task with a non-passing sample for reading — the original's
 //! files (ground_truth.py, test_case.py, completion_{i}.py, complete_{i}_execution_trace.txt)
-//! plus a `README.md` index listing each task's verdicts and first error.
+//! plus a `README.md` index listing each task's verdicts and first error, then a terminal
+//! summary by failure class. Defaults as the original's: `--subset hard`, `--split` required.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,16 +10,21 @@ use std::process::ExitCode;
 use anyhow::Context;
 use bcb_dataset::Split;
 use bcb_eval::results::{EvalResults, SampleResult};
+use bcb_report::results::RunResults;
+use bcb_report::summary::{task_infos, Report, ReportOptions};
+use serde_json::Value;
 
 use crate::common::DatasetArgs;
 
 #[derive(clap::Args, Debug)]
+// The original inspects the hard subset unless told otherwise.
+#[command(mut_arg("subset", |a| a.default_value("hard")))]
 pub struct Args {
-    /// An `*_eval_results.json` written by `bcb evaluate` or the original harness.
+    /// An `*_eval_results.json` (plain or .gz) written by `bcb evaluate` or the original harness.
     #[arg(long)]
     pub eval_results: PathBuf,
     /// Split the samples answered (picks the prompt written to ground_truth.py).
-    #[arg(long, default_value = "complete")]
+    #[arg(long)]
     pub split: Split,
     #[command(flatten)]
     pub dataset: DatasetArgs,
@@ -31,12 +37,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let results = EvalResults::load(&args.eval_results)?;
+    let results = load_results(&args.eval_results)?;
     let ds = args.dataset.spec().load()?;
+    if let Some(warning) = subset_mismatch(&args, &results, &ds) {
+        eprintln!("warning: {warning}");
+    }
     let name = args
         .eval_results
         .file_name()
-        .map(|s| s.to_string_lossy().replace(".json", ""))
+        .map(|s| s.to_string_lossy().replace(".gz", "").replace(".json", ""))
         .unwrap_or_else(|| "eval_results".into());
     let root = args.save_path.join(name);
     if args.in_place && root.exists() {
@@ -112,7 +121,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "{tasks_written} tasks with failures written to {}",
         root.display()
     );
+    // The summary by failure class, over the tasks of the chosen subset.
+    let mut run = RunResults::load(&args.eval_results)?;
+    run.tasks.retain(|(t, _)| ds.contains(t));
+    let report = Report::build(
+        std::slice::from_ref(&run),
+        &task_infos(&ds, args.split),
+        &ReportOptions {
+            ks: vec![1],
+            ..ReportOptions::default()
+        },
+    );
+    print!("{}", bcb_report::tables::render_class_summary(&report));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Plain files as `bcb evaluate` reads them; `.gz` (as in ../shared/real-samples) too.
+fn load_results(path: &Path) -> anyhow::Result<EvalResults> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        let value = bcb_report::results::read_json(path)?;
+        return serde_json::from_value(value)
+            .with_context(|| format!("{} is not an eval-results file", path.display()));
+    }
+    EvalResults::load(path)
+}
+
+/// The original silently inspects only the tasks of `--subset`; say so when the results file
+/// was made on another subset (by its pass@k file, or by tasks outside the subset).
+fn subset_mismatch(
+    args: &Args,
+    results: &EvalResults,
+    ds: &bcb_dataset::Dataset,
+) -> Option<String> {
+    let chosen = args.dataset.subset.as_str();
+    let outside = results.eval.keys().filter(|t| !ds.contains(t)).count();
+    let recorded = bcb_report::results::pass_at_k_path(&args.eval_results)
+        .filter(|p| p.exists())
+        .and_then(|p| bcb_report::results::read_json(&p).ok())
+        .and_then(|v| v.get("subset").and_then(Value::as_str).map(str::to_string));
+    match recorded {
+        Some(r) if r != chosen => Some(format!(
+            "{} was evaluated on the {r} subset but --subset is {chosen}; {outside} of its {} tasks are skipped (pass --subset {r})",
+            args.eval_results.display(),
+            results.eval.len()
+        )),
+        _ if outside > 0 => Some(format!(
+            "{outside} of the {} tasks in {} are not in the {chosen} subset and are skipped (pass --subset full to inspect them)",
+            results.eval.len(),
+            args.eval_results.display()
+        )),
+        _ => None,
+    }
 }
 
 fn write(path: &Path, content: &str) -> anyhow::Result<()> {

@@ -1,9 +1,12 @@
+pub mod compare;
 pub mod dataset;
 pub mod env;
 pub mod evaluate;
 pub mod generate;
 pub mod inspect;
+pub mod leaderboard;
 pub mod merge;
 pub mod remote;
+pub mod report;
 pub mod sanitize;
 pub mod syncheck;

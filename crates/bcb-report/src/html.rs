@@ -1,0 +1,693 @@
+//! The report as one self-contained HTML page: inline CSS, inline SVG charts drawn here, a
+//! little inline script for sorting, filtering, the theme switch and the task view. Nothing
+//! is fetched: the per-task detail (prompt, code, tracebacks) is embedded as gzip+base64 and
+//! inflated by the browser's own `DecompressionStream` when a task is opened.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::classify::FailureClass;
+use crate::results::RunResults;
+use crate::stats::Estimate;
+use crate::summary::{Report, TaskInfo};
+
+/// Characters of one traceback kept in the page (the tail, where the exception is).
+const TRACEBACK_KEEP: usize = 4000;
+
+/// Renders the page. `runs` and `tasks` are those the report was built from (for the
+/// embedded code, tracebacks and prompts).
+pub fn render(report: &Report, runs: &[RunResults], tasks: &[TaskInfo], title: &str) -> String {
+    let mut h = String::with_capacity(1 << 20);
+    h.push_str("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
+    // No network, ever: also forbids anything a future edit might add by mistake.
+    h.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
+    let _ = write!(
+        h,
+        "<title>{}</title><style>{CSS}</style></head><body>",
+        esc(title)
+    );
+    let _ = write!(
+        h,
+        "<header><h1>{}</h1><button id=\"theme\" type=\"button\" title=\"Switch dark/light\">◐ theme</button></header>",
+        esc(title)
+    );
+    let n_tasks = report.tasks.len();
+    let _ = write!(
+        h,
+        "<p class=\"muted\">{} result file{} · {} tasks · intervals are 95% percentile-bootstrap over tasks (seeded) · environment failures are counted apart: they are not the model's fault.</p>",
+        report.models.len(),
+        if report.models.len() == 1 { "" } else { "s" },
+        n_tasks
+    );
+    legend(&mut h, report);
+    headline(&mut h, report);
+    h.push_str("<div class=\"grid\">");
+    h.push_str("<section><h2>pass@1 by domain</h2>");
+    let domain_rows: Vec<(String, usize, Vec<Option<Estimate>>)> = report
+        .domains
+        .iter()
+        .map(|d| (d.name.clone(), d.tasks, d.pass_at_1.clone()))
+        .collect();
+    estimate_bars(&mut h, &domain_rows, report.models.len());
+    h.push_str("</section><section><h2>Failures by class</h2>");
+    class_bars(&mut h, report, false);
+    h.push_str("<h3>Environment (not the model's fault)</h3>");
+    class_bars(&mut h, report, true);
+    h.push_str("</section></div>");
+    strip(&mut h, report);
+    disagreements(&mut h, report);
+    libraries(&mut h, report);
+    task_table(&mut h, report);
+    h.push_str("<dialog id=\"detail\"><form method=\"dialog\"><button class=\"close\" title=\"Close\">✕</button></form><div id=\"detail-body\"></div></dialog>");
+    let _ = write!(
+        h,
+        "<script id=\"models\" type=\"application/json\">{}</script>",
+        script_json(&json!(report
+            .models
+            .iter()
+            .map(|m| &m.name)
+            .collect::<Vec<_>>()))
+    );
+    let _ = write!(
+        h,
+        "<script id=\"data\" type=\"application/octet-stream\">{}</script>",
+        detail_blob(report, runs, tasks)
+    );
+    let _ = writeln!(h, "<script>{JS}</script></body></html>");
+    h
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JSON inside a `<script>`: `</` must not appear.
+fn script_json(v: &Value) -> String {
+    v.to_string().replace("</", "<\\/")
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}", 100.0 * x)
+}
+
+fn legend(h: &mut String, report: &Report) {
+    h.push_str("<div class=\"legend\">");
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<span><i class=\"sw m{}\"></i>{}</span>",
+            i % 8,
+            esc(&m.name)
+        );
+    }
+    h.push_str("</div>");
+}
+
+fn headline(h: &mut String, report: &Report) {
+    let ks = report.ks();
+    h.push_str("<section><h2>pass@k</h2><table class=\"headline\"><thead><tr><th>model</th><th>date</th><th>tasks</th><th>samples</th>");
+    for k in &ks {
+        let _ = write!(h, "<th>pass@{k} [95% CI]</th>");
+    }
+    h.push_str("<th>pass@1 w/o env failures</th><th>env failures</th><th>flaky tasks</th></tr></thead><tbody>");
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<tr><td><i class=\"sw m{}\"></i>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            i % 8,
+            esc(&m.name),
+            esc(&m.date),
+            m.tasks,
+            m.samples
+        );
+        for k in &ks {
+            match m.pass_at_k.iter().find(|(kk, _)| kk == k) {
+                Some((_, e)) => {
+                    let _ = write!(
+                        h,
+                        "<td><b>{}</b> <span class=\"muted\">[{}, {}]</span></td>",
+                        pct(e.value),
+                        pct(e.low),
+                        pct(e.high)
+                    );
+                }
+                None => h.push_str("<td>-</td>"),
+            }
+        }
+        let w = m.pass_at_1_without_env.map_or("-".into(), |e| {
+            format!(
+                "{} <span class=\"muted\">[{}, {}]</span>",
+                pct(e.value),
+                pct(e.low),
+                pct(e.high)
+            )
+        });
+        let _ = write!(
+            h,
+            "<td>{w}</td><td>{}</td><td>{}</td></tr>",
+            m.env_failures, m.flaky
+        );
+    }
+    h.push_str("</tbody></table></section>");
+}
+
+/// Horizontal grouped bars (one per model) with interval whiskers, values in percent.
+fn estimate_bars(h: &mut String, rows: &[(String, usize, Vec<Option<Estimate>>)], n_models: usize) {
+    let (label_w, bar_w, bar_h, gap) = (150.0, 400.0, 12.0, 10.0);
+    let group_h = bar_h * n_models as f64 + gap;
+    let height = group_h * rows.len() as f64 + 24.0;
+    let width = label_w + bar_w + 60.0;
+    let _ = write!(
+        h,
+        "<svg class=\"chart\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"pass@1 by group\">"
+    );
+    for t in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let x = label_w + t * bar_w;
+        let _ = write!(
+            h,
+            "<line class=\"grid\" x1=\"{x}\" x2=\"{x}\" y1=\"0\" y2=\"{}\"/><text class=\"tick\" x=\"{x}\" y=\"{}\">{}%</text>",
+            height - 16.0,
+            height - 4.0,
+            (t * 100.0) as u32
+        );
+    }
+    for (r, (name, tasks, ests)) in rows.iter().enumerate() {
+        let y0 = r as f64 * group_h;
+        let _ = write!(
+            h,
+            "<text class=\"label\" x=\"{}\" y=\"{}\">{} <tspan class=\"muted\">({tasks})</tspan></text>",
+            label_w - 6.0,
+            y0 + group_h / 2.0,
+            esc(name)
+        );
+        for (m, e) in ests.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let y = y0 + m as f64 * bar_h;
+            let _ = write!(
+                h,
+                "<rect class=\"m{}\" x=\"{label_w}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\"><title>{}: {}% [{}, {}]</title></rect>",
+                m % 8,
+                e.value * bar_w,
+                bar_h - 2.0,
+                esc(name),
+                pct(e.value),
+                pct(e.low),
+                pct(e.high)
+            );
+            let (xl, xh, ym) = (
+                label_w + e.low * bar_w,
+                label_w + e.high * bar_w,
+                y + (bar_h - 2.0) / 2.0,
+            );
+            let _ = write!(
+                h,
+                "<line class=\"ci\" x1=\"{xl:.1}\" x2=\"{xh:.1}\" y1=\"{ym}\" y2=\"{ym}\"/><text class=\"val\" x=\"{:.1}\" y=\"{}\">{}</text>",
+                label_w + e.high.max(e.value) * bar_w + 4.0,
+                y + bar_h - 3.0,
+                pct(e.value)
+            );
+        }
+    }
+    h.push_str("</svg>");
+}
+
+fn class_bars(h: &mut String, report: &Report, environment: bool) {
+    let rows: Vec<_> = report
+        .classes
+        .iter()
+        .filter(|c| c.environment == environment && c.counts.iter().any(|&n| n > 0))
+        .collect();
+    if rows.is_empty() {
+        h.push_str("<p class=\"muted\">none</p>");
+        return;
+    }
+    let max = rows
+        .iter()
+        .flat_map(|c| c.counts.iter().copied())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let n_models = report.models.len();
+    let (label_w, bar_w, bar_h, gap) = (230.0, 300.0, 12.0, 8.0);
+    let group_h = bar_h * n_models as f64 + gap;
+    let height = group_h * rows.len() as f64;
+    let _ = write!(
+        h,
+        "<svg class=\"chart\" viewBox=\"0 0 {} {height}\" role=\"img\" aria-label=\"failures by class\">",
+        label_w + bar_w + 60.0
+    );
+    for (r, c) in rows.iter().enumerate() {
+        let y0 = r as f64 * group_h;
+        let _ = write!(
+            h,
+            "<rect class=\"c-{}\" x=\"0\" y=\"{}\" width=\"8\" height=\"8\"/><text class=\"label\" x=\"{}\" y=\"{}\">{}</text>",
+            c.key,
+            y0 + group_h / 2.0 - 8.0,
+            label_w - 6.0,
+            y0 + group_h / 2.0,
+            esc(c.label)
+        );
+        for (m, &n) in c.counts.iter().enumerate() {
+            let y = y0 + m as f64 * bar_h;
+            let example = c.examples[m]
+                .as_ref()
+                .map_or(String::new(), |(t, e)| format!(" — e.g. {t}: {e}"));
+            let _ = write!(
+                h,
+                "<rect class=\"m{}\" x=\"{label_w}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\"><title>{}: {n}{}</title></rect><text class=\"val\" x=\"{:.1}\" y=\"{}\">{n}</text>",
+                m % 8,
+                n as f64 / max * bar_w,
+                bar_h - 2.0,
+                esc(&report.models[m].name),
+                esc(&example),
+                label_w + n as f64 / max * bar_w + 4.0,
+                y + bar_h - 3.0
+            );
+        }
+    }
+    h.push_str("</svg>");
+    if !environment {
+        if let Some(other) = report
+            .classes
+            .iter()
+            .find(|c| c.class == FailureClass::OtherException)
+        {
+            let top: Vec<String> = other
+                .exception_types
+                .iter()
+                .take(10)
+                .map(|(t, n)| format!("{} {n}", esc(t)))
+                .collect();
+            if !top.is_empty() {
+                let _ = write!(
+                    h,
+                    "<p class=\"muted small\">Other exceptions: {}</p>",
+                    top.join(" · ")
+                );
+            }
+        }
+    }
+}
+
+fn class_of_verdict(v: &Option<crate::summary::TaskVerdict>) -> &'static str {
+    match v {
+        None => "none",
+        Some(v) => v.class().map_or("pass", FailureClass::key),
+    }
+}
+
+/// One row per model, one cell per task, coloured by the task's class.
+fn strip(h: &mut String, report: &Report) {
+    let n = report.tasks.len().max(1);
+    h.push_str("<section><h2>Every task, every model</h2><p class=\"muted small\">One column per task in dataset order; colour = pass or failure class; click a column to open the task.</p><div class=\"strip\">");
+    for (m, model) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<div class=\"strip-row\"><span class=\"strip-label\">{}</span><svg viewBox=\"0 0 {n} 1\" preserveAspectRatio=\"none\" data-m=\"{m}\">",
+            esc(&model.name)
+        );
+        for (i, t) in report.tasks.iter().enumerate() {
+            let class = class_of_verdict(&t.verdicts[m]);
+            let _ = write!(
+                h,
+                "<rect x=\"{i}\" width=\"1\" height=\"1\" class=\"c-{class}\" data-t=\"{}\"><title>{}: {class}</title></rect>",
+                esc(&t.task_id),
+                esc(&t.task_id)
+            );
+        }
+        h.push_str("</svg></div>");
+    }
+    h.push_str("</div><div class=\"legend small\">");
+    let _ = write!(h, "<span><i class=\"sw c-pass\"></i>pass</span>");
+    for c in FailureClass::ALL {
+        let _ = write!(
+            h,
+            "<span><i class=\"sw c-{}\"></i>{}</span>",
+            c.key(),
+            esc(c.label())
+        );
+    }
+    h.push_str("</div></section>");
+}
+
+fn verdict_cell(v: &Option<crate::summary::TaskVerdict>) -> String {
+    match v {
+        None => "<td class=\"muted\" data-sort=\"-1\">-</td>".into(),
+        Some(v) => {
+            let class = v.class().map_or("pass", FailureClass::key);
+            let flaky = if v.flaky {
+                " <span class=\"flaky\" title=\"verdict changed on re-run\">flaky</span>"
+            } else {
+                ""
+            };
+            format!(
+                "<td data-sort=\"{:.4}\"><i class=\"sw c-{class}\"></i>{}/{} {}{flaky}</td>",
+                v.passed as f64 / v.n.max(1) as f64,
+                v.passed,
+                v.n,
+                esc(&class.replace('_', " "))
+            )
+        }
+    }
+}
+
+fn task_link(id: &str) -> String {
+    format!(
+        "<a href=\"#task/{}\" class=\"task\">{}</a>",
+        esc(id),
+        esc(id)
+    )
+}
+
+fn disagreements(h: &mut String, report: &Report) {
+    if report.models.len() < 2 {
+        return;
+    }
+    let rows: Vec<_> = report.disagreements().collect();
+    let _ = write!(
+        h,
+        "<section><h2>Tasks where the models disagree ({})</h2><div class=\"scroll short\"><table class=\"sortable\"><thead><tr><th>task</th><th>domains</th>",
+        rows.len()
+    );
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<th><i class=\"sw m{}\"></i>{}</th>",
+            i % 8,
+            esc(&m.name)
+        );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for t in rows {
+        let _ = write!(
+            h,
+            "<tr><td data-sort=\"{}\">{}</td><td>{}</td>",
+            bcb_dataset::task_number(&t.task_id).unwrap_or(0),
+            task_link(&t.task_id),
+            t.domains
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for v in &t.verdicts {
+            h.push_str(&verdict_cell(v));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></div></section>");
+}
+
+fn libraries(h: &mut String, report: &Report) {
+    let _ = write!(
+        h,
+        "<section><h2>Libraries ({})</h2><div class=\"scroll short\"><table class=\"sortable\"><thead><tr><th>library</th><th>tasks</th>",
+        report.libraries.len()
+    );
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<th><i class=\"sw m{}\"></i>pass@1 {}</th>",
+            i % 8,
+            esc(&m.name)
+        );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for r in &report.libraries {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td data-sort=\"{}\">{}</td>",
+            esc(&r.name),
+            r.tasks,
+            r.tasks
+        );
+        for e in &r.pass_at_1 {
+            match e {
+                Some(e) => {
+                    let _ = write!(
+                        h,
+                        "<td data-sort=\"{:.4}\">{} <span class=\"muted\">[{}, {}]</span></td>",
+                        e.value,
+                        pct(e.value),
+                        pct(e.low),
+                        pct(e.high)
+                    );
+                }
+                None => h.push_str("<td data-sort=\"-1\">-</td>"),
+            }
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></div></section>");
+}
+
+fn task_table(h: &mut String, report: &Report) {
+    h.push_str("<section><h2>All tasks</h2><div class=\"filters\"><input id=\"q\" type=\"search\" placeholder=\"filter: task, library, domain…\" aria-label=\"filter\"><select id=\"cls\" aria-label=\"class\"><option value=\"\">any verdict</option><option value=\"fail\">any failure</option><option value=\"disagree\">models disagree</option><option value=\"env\">environment</option><option value=\"flaky\">flaky</option>");
+    for c in FailureClass::ALL {
+        let _ = write!(
+            h,
+            "<option value=\"{}\">{}</option>",
+            c.key(),
+            esc(c.label())
+        );
+    }
+    h.push_str("</select><span id=\"shown\" class=\"muted\"></span></div><div class=\"scroll\"><table id=\"tasks\" class=\"sortable\"><thead><tr><th>task</th><th>domains</th><th>libraries</th><th>solve rate</th>");
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<th><i class=\"sw m{}\"></i>{}</th>",
+            i % 8,
+            esc(&m.name)
+        );
+    }
+    h.push_str("</tr></thead><tbody>");
+    for t in &report.tasks {
+        let classes: Vec<&str> = t.verdicts.iter().map(class_of_verdict).collect();
+        let mut tags: Vec<&str> = classes.clone();
+        if classes.iter().any(|c| *c != "pass" && *c != "none") {
+            tags.push("fail");
+        }
+        if t.disagreement {
+            tags.push("disagree");
+        }
+        if classes.iter().any(|c| c.starts_with("env_")) {
+            tags.push("env");
+        }
+        if t.verdicts.iter().flatten().any(|v| v.flaky) {
+            tags.push("flaky");
+        }
+        let domains = t
+            .domains
+            .iter()
+            .map(|d| d.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let libs = t.libs.join(", ");
+        let _ = write!(
+            h,
+            "<tr data-tags=\"{}\" data-text=\"{}\"><td data-sort=\"{}\">{}</td><td>{}</td><td class=\"small\">{}</td><td data-sort=\"{:.4}\">{}%</td>",
+            tags.join(" "),
+            esc(&format!("{} {} {}", t.task_id, domains, libs).to_lowercase()),
+            bcb_dataset::task_number(&t.task_id).unwrap_or(0),
+            task_link(&t.task_id),
+            esc(&domains),
+            esc(&libs),
+            t.solve_rate,
+            pct(t.solve_rate)
+        );
+        for v in &t.verdicts {
+            h.push_str(&verdict_cell(v));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></div></section>");
+}
+
+/// `{task_id: {p: prompt, m: [[{s, c, d: [[test, tb]], f}] per sample] per model}}`, gzip, base64.
+fn detail_blob(report: &Report, runs: &[RunResults], tasks: &[TaskInfo]) -> String {
+    let prompts: std::collections::HashMap<&str, &str> = tasks
+        .iter()
+        .map(|t| (t.task_id.as_str(), t.prompt.as_str()))
+        .collect();
+    let by_task: Vec<_> = runs.iter().map(RunResults::by_task).collect();
+    let mut all = serde_json::Map::new();
+    for row in &report.tasks {
+        let models: Vec<Value> = by_task
+            .iter()
+            .zip(&row.verdicts)
+            .map(|(m, verdict)| {
+                let Some(samples) = m.get(row.task_id.as_str()) else {
+                    return Value::Null;
+                };
+                let list: Vec<Value> = samples
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let class = verdict
+                            .as_ref()
+                            .and_then(|v| v.failures.get(i).cloned().flatten())
+                            .map(|f| f.class.label());
+                        let details: Vec<Value> = s
+                            .details
+                            .iter()
+                            .map(|(k, tb)| json!([k, tail(tb, TRACEBACK_KEEP)]))
+                            .collect();
+                        json!({"s": s.status.as_str(), "k": class, "c": s.solution, "d": details, "f": s.flaky})
+                    })
+                    .collect();
+                Value::Array(list)
+            })
+            .collect();
+        all.insert(
+            row.task_id.clone(),
+            json!({"p": prompts.get(row.task_id.as_str()).copied().unwrap_or(""), "m": models}),
+        );
+    }
+    let raw = Value::Object(all).to_string();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(raw.as_bytes()).expect("in-memory gzip");
+    let bytes = gz.finish().expect("in-memory gzip");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn tail(s: &str, keep: usize) -> String {
+    let n = s.chars().count();
+    if n <= keep {
+        return s.to_string();
+    }
+    let t: String = s.chars().skip(n - keep).collect();
+    format!("… ({} characters cut)\n{t}", n - keep)
+}
+
+const CSS: &str = r#"
+:root{--bg:#ffffff;--fg:#1f2328;--muted:#59636e;--card:#f6f8fa;--border:#d1d9e0;--accent:#0969da;--grid:#e5e9ee;
+--m0:#2f6fde;--m1:#e0822a;--m2:#2aa36b;--m3:#c0439a;--m4:#7a5cd6;--m5:#8c6d1f;--m6:#1d9bb3;--m7:#d64545;color-scheme:light}
+:root[data-theme=dark]{--bg:#0f1419;--fg:#e6edf3;--muted:#9198a1;--card:#161b22;--border:#30363d;--accent:#4493f8;--grid:#262c36;
+--m0:#5b93f5;--m1:#f0a04b;--m2:#3fc488;--m3:#e06bbd;--m4:#9d85f0;--m5:#c9a43c;--m6:#3cc1d9;--m7:#f07070;color-scheme:dark}
+@media (prefers-color-scheme:dark){:root:not([data-theme=light]){--bg:#0f1419;--fg:#e6edf3;--muted:#9198a1;--card:#161b22;--border:#30363d;--accent:#4493f8;--grid:#262c36;
+--m0:#5b93f5;--m1:#f0a04b;--m2:#3fc488;--m3:#e06bbd;--m4:#9d85f0;--m5:#c9a43c;--m6:#3cc1d9;--m7:#f07070;color-scheme:dark}}
+*{box-sizing:border-box}body{margin:0 auto;max-width:1280px;padding:16px 24px;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+header{display:flex;align-items:center;justify-content:space-between}h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:22px 0 8px}h3{font-size:14px;margin:14px 0 6px}
+.muted{color:var(--muted)}.small{font-size:12px}
+button{background:var(--card);color:var(--fg);border:1px solid var(--border);border-radius:6px;padding:4px 10px;cursor:pointer}
+section{background:var(--card);border:1px solid var(--border);border-radius:8px;padding:4px 16px 14px;margin:14px 0}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:14px}.grid section{margin:0}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--border);vertical-align:top}
+th{position:sticky;top:0;background:var(--card);cursor:pointer;user-select:none;white-space:nowrap}th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}
+table.headline th{cursor:default}
+.scroll{max-height:560px;overflow:auto}.scroll.short{max-height:320px}
+a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;margin:6px 0}
+svg.chart{width:100%;height:auto;max-width:720px}svg text{fill:var(--fg);font-size:11px}svg .label{text-anchor:end;dominant-baseline:middle}
+svg .muted{fill:var(--muted)}svg .tick{fill:var(--muted);font-size:10px;text-anchor:middle}svg .val{font-size:10px;fill:var(--muted)}
+svg line.grid{stroke:var(--grid)}svg line.ci{stroke:var(--fg);stroke-width:1.2;opacity:.7}
+.m0{fill:var(--m0);background:var(--m0)}.m1{fill:var(--m1);background:var(--m1)}.m2{fill:var(--m2);background:var(--m2)}.m3{fill:var(--m3);background:var(--m3)}
+.m4{fill:var(--m4);background:var(--m4)}.m5{fill:var(--m5);background:var(--m5)}.m6{fill:var(--m6);background:var(--m6)}.m7{fill:var(--m7);background:var(--m7)}
+.c-pass{fill:#2da44e;background:#2da44e}.c-none{fill:var(--grid);background:var(--grid)}
+.c-syntax_error{fill:#8250df;background:#8250df}.c-import_error{fill:#bf3989;background:#bf3989}.c-name_or_attribute_error{fill:#e16f24;background:#e16f24}
+.c-other_exception{fill:#cf222e;background:#cf222e}.c-assertion_failure{fill:#d4a72c;background:#d4a72c}.c-timeout{fill:#0550ae;background:#0550ae}
+.c-memory_limit{fill:#1b7c83;background:#1b7c83}.c-output_cap{fill:#6e7781;background:#6e7781}.c-tampering_refused{fill:#000000;background:#000000}
+.c-tampering_detected{fill:#57606a;background:#57606a}.c-env_network{fill:#54aeff;background:#54aeff}.c-env_nltk_data{fill:#8dd6f5;background:#8dd6f5}
+.c-env_ground_truth{fill:#b6e3ff;background:#b6e3ff}
+:root[data-theme=dark] .c-tampering_refused{fill:#f0f6fc;background:#f0f6fc}
+.strip-row{display:flex;align-items:center;gap:8px;margin:3px 0}.strip-label{width:260px;flex:none;font-size:12px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.strip svg{flex:1;height:22px;cursor:pointer;border:1px solid var(--border)}
+.filters{display:flex;gap:10px;align-items:center;margin:6px 0}input,select{background:var(--bg);color:var(--fg);border:1px solid var(--border);border-radius:6px;padding:4px 8px}
+input{width:280px}.flaky{font-size:11px;border:1px solid var(--m1);color:var(--m1);border-radius:4px;padding:0 3px}
+dialog{width:min(1100px,94vw);max-height:90vh;background:var(--bg);color:var(--fg);border:1px solid var(--border);border-radius:10px;padding:12px 18px}
+dialog::backdrop{background:rgba(0,0,0,.45)}dialog .close{float:right}
+pre{background:var(--card);border:1px solid var(--border);border-radius:6px;padding:8px;overflow:auto;max-height:360px;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre}
+details{margin:6px 0}summary{cursor:pointer}
+"#;
+
+const JS: &str = r#"
+(function(){
+"use strict";
+var root=document.documentElement;
+document.getElementById('theme').addEventListener('click',function(){
+  var dark=root.dataset.theme?root.dataset.theme==='dark':matchMedia('(prefers-color-scheme: dark)').matches;
+  root.dataset.theme=dark?'light':'dark';
+});
+// Sorting: click a header; cells may carry data-sort (numbers), else their text.
+document.querySelectorAll('table.sortable').forEach(function(table){
+  table.querySelectorAll('th').forEach(function(th,col){
+    th.addEventListener('click',function(){
+      var asc=!th.classList.contains('asc');
+      table.querySelectorAll('th').forEach(function(x){x.classList.remove('asc','desc');});
+      th.classList.add(asc?'asc':'desc');
+      var body=table.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+      var key=function(r){var c=r.cells[col];var s=c.getAttribute('data-sort');return s!==null?parseFloat(s):c.textContent.toLowerCase();};
+      rows.sort(function(a,b){var x=key(a),y=key(b);return (x<y?-1:x>y?1:0)*(asc?1:-1);});
+      rows.forEach(function(r){body.appendChild(r);});
+    });
+  });
+});
+// Filtering the task table.
+var q=document.getElementById('q'),cls=document.getElementById('cls'),shown=document.getElementById('shown');
+function filter(){
+  var text=q.value.trim().toLowerCase(),tag=cls.value,n=0,rows=document.getElementById('tasks').tBodies[0].rows;
+  for(var i=0;i<rows.length;i++){
+    var r=rows[i],ok=(!text||r.dataset.text.indexOf(text)>=0)&&(!tag||(' '+r.dataset.tags+' ').indexOf(' '+tag+' ')>=0);
+    r.style.display=ok?'':'none';if(ok)n++;
+  }
+  shown.textContent=n+' of '+rows.length+' tasks';
+}
+q.addEventListener('input',filter);cls.addEventListener('change',filter);filter();
+// Task view: prompt, code and tracebacks from the embedded, compressed data.
+var models=JSON.parse(document.getElementById('models').textContent),data=null;
+function load(){
+  if(data)return Promise.resolve(data);
+  var b64=document.getElementById('data').textContent.trim(),bin=atob(b64),bytes=new Uint8Array(bin.length);
+  for(var i=0;i<bin.length;i++)bytes[i]=bin.charCodeAt(i);
+  var stream=new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Response(stream).text().then(function(t){data=JSON.parse(t);return data;});
+}
+function el(tag,text,cls){var e=document.createElement(tag);if(text!==undefined)e.textContent=text;if(cls)e.className=cls;return e;}
+var dlg=document.getElementById('detail'),body=document.getElementById('detail-body');
+function show(id){
+  load().then(function(all){
+    var t=all[id];body.textContent='';
+    if(!t){body.appendChild(el('p','No data for '+id));}
+    else{
+      body.appendChild(el('h2',id));
+      var p=el('details');p.appendChild(el('summary','Prompt'));p.appendChild(el('pre',t.p));body.appendChild(p);
+      t.m.forEach(function(samples,m){
+        body.appendChild(el('h3',models[m]));
+        if(!samples){body.appendChild(el('p','no samples for this task','muted'));return;}
+        samples.forEach(function(s,i){
+          var d=el('details');if(s.s!=='pass')d.open=true;
+          d.appendChild(el('summary','sample '+i+': '+s.s+(s.k?' — '+s.k:'')+(s.f?' (flaky)':'')));
+          d.appendChild(el('pre',s.c));
+          s.d.forEach(function(x){d.appendChild(el('div',x[0],'small muted'));d.appendChild(el('pre',x[1]));});
+          body.appendChild(d);
+        });
+      });
+    }
+    if(!dlg.open)dlg.showModal();
+  }).catch(function(e){console.warn('cannot open task data: '+e);});
+}
+document.querySelectorAll('.strip svg').forEach(function(svg){
+  svg.addEventListener('click',function(ev){var t=ev.target.getAttribute('data-t');if(t)location.hash='task/'+t;});
+});
+function route(){var h=decodeURIComponent(location.hash.slice(1));if(h.indexOf('task/')===0)show(h.slice(5));}
+window.addEventListener('hashchange',route);
+dlg.addEventListener('close',function(){if(location.hash)history.replaceState(null,'',location.pathname+location.search);});
+route();
+})();
+"#;
