@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 
 pub mod local;
 
-pub use local::{host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor};
+pub use local::{
+    host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor, Protection,
+};
 
 /// One program to run: `code + "\n" + test`, executed as module `__test__`,
 /// then `TestCases` loaded and run with unittest.

@@ -12,4 +12,4 @@ mod slot;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
-pub use sandbox::{host_isolation, landlock_abi, Isolation};
+pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection};
