@@ -57,10 +57,25 @@ fn leaks(o: &Outcome) -> String {
 
 /// Shows the attack works with the sandbox off (only on probes that are harmless), then that
 /// both executors contain it with the host's isolation.
-fn contained(codes: &[String], control: bool) {
+/// Whether to run the sandbox-off control first.
+#[derive(Clone, Copy)]
+enum Control {
+    Always,
+    AsRoot,
+    None,
+}
+
+fn contained(codes: &[String], control: Control) {
     if python().is_none() {
         return;
     }
+    // Kernel settings and devices are closed to an unprivileged user even with the sandbox
+    // off: those controls only mean something as root.
+    let control = match control {
+        Control::Always => true,
+        Control::AsRoot => (unsafe { libc::geteuid() }) == 0,
+        Control::None => false,
+    };
     if control {
         for (i, o) in run_with("process", sandbox_off(), codes, 2)
             .iter()
@@ -91,7 +106,9 @@ fn contained(codes: &[String], control: bool) {
 
 /// A directory this test owns that is visible on the host (not under a private /tmp).
 fn visible_dir(tag: &str) -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = std::env::var_os("BCB_ESCAPE_VISIBLE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
     std::fs::create_dir_all(&base).unwrap();
     tempfile::Builder::new()
         .prefix(&format!("bcb-escape-{tag}-"))
@@ -115,8 +132,8 @@ fn escape_1_host_kernel_settings_not_writable() {
         "masked proc files",
         "    for p in ['/proc/kcore', '/proc/keys', '/proc/timer_list', '/proc/sched_debug']:\n        try:\n            with open(p, 'rb') as f:\n                if f.read(64):\n                    hits.append('readable ' + p)\n        except OSError:\n            pass\n",
     );
-    contained(&[writable], true);
-    contained(&[masked], false);
+    contained(&[writable], Control::AsRoot);
+    contained(&[masked], Control::None);
 }
 
 #[test]
@@ -148,10 +165,10 @@ fn escape_2_user_secrets_not_readable() {
     let code = probe(
         "secrets",
         &format!(
-            "    for p in [{list}]:\n        try:\n            open(p).read()\n            hits.append('read ' + p)\n        except OSError:\n            pass\n    allowed = tuple(p.rstrip('/') + '/' for p in (sys.prefix, sys.base_prefix, os.environ.get('MPLCONFIGDIR') or sys.prefix))\n    for d in ['/root', '/home']:\n        for top, dirs, names in os.walk(d):\n            if (top + '/').startswith(allowed) or '/.cache/bcb/' in top + '/':\n                dirs[:] = []\n                continue\n            if names:\n                hits.append('files in ' + top)\n                break\n"
+            "    for p in [{list}]:\n        try:\n            open(p).read()\n            hits.append('read ' + p)\n        except OSError:\n            pass\n    allowed = tuple(p.rstrip('/') + '/' for p in (sys.prefix, sys.base_prefix, os.environ.get('MPLCONFIGDIR') or sys.prefix))\n    for d in ['/root', '/home']:\n        for top, dirs, names in os.walk(d):\n            if (top + '/').startswith(allowed):\n                dirs[:] = []\n                continue\n            if names:\n                hits.append('files in ' + top)\n                break\n"
         ),
     );
-    contained(&[code], true);
+    contained(&[code], Control::Always);
 }
 
 #[test]
@@ -172,7 +189,7 @@ fn escape_3_host_unix_sockets_unreachable() {
             path.to_str().unwrap()
         ),
     );
-    contained(&[code], true);
+    contained(&[code], Control::Always);
     // Drain what the control connected.
     while listener.accept().is_ok() {}
 }
@@ -208,7 +225,7 @@ fn escape_4_inherited_fds_do_not_reach_the_sample() {
         seen.contains("created a file through fd") && seen.contains("secret.txt"),
         "control: a plain child did not see the leaked fds: {seen}"
     );
-    contained(&[code], false);
+    contained(&[code], Control::None);
     let planted = dir.path().join("created-through-leaked-fd");
     let _ = std::fs::remove_file(&planted);
     drop((dfd, ffd));
@@ -221,7 +238,7 @@ fn escape_5_dev_is_minimal() {
         "host /dev",
         "    for p in ['/dev/kmsg', '/dev/console', '/dev/mem', '/dev/port']:\n        try:\n            os.close(os.open(p, os.O_WRONLY | os.O_NOCTTY))\n            hits.append('writable ' + p)\n        except OSError:\n            pass\n    allowed = {'null', 'zero', 'full', 'random', 'urandom', 'tty', 'shm', 'pts', 'ptmx', 'fd', 'stdin', 'stdout', 'stderr', 'mqueue'}\n    extra = sorted(set(os.listdir('/dev')) - allowed)\n    if extra:\n        hits.append('extra devices: ' + ' '.join(extra[:20]))\n    for p in ['/dev/null', '/dev/zero', '/dev/urandom']:\n        try:\n            os.close(os.open(p, os.O_RDWR))\n        except OSError as e:\n            hits.append('needed device missing: %s (%s)' % (p, e))\n",
     );
-    contained(&[code], true);
+    contained(&[code], Control::AsRoot);
 }
 
 #[test]
@@ -294,4 +311,71 @@ fn escape_7_forged_pass_is_caught_at_run_time() {
         }
         assert!(forged.is_empty(), "{kind}: forged passes: {forged:#?}");
     }
+}
+
+/// The static tamper scan flags every forgery before it runs.
+#[test]
+fn escape_7_forged_pass_is_flagged_by_the_tamper_scan() {
+    for (name, code) in forgeries() {
+        let findings = bcb_sanitize::tamper::scan(&code);
+        assert!(!findings.is_empty(), "not flagged: {name}");
+        let text = bcb_sanitize::tamper::refusal_text(&findings);
+        assert!(
+            text.starts_with("bcb: refused by the tamper scan: "),
+            "{text}"
+        );
+    }
+}
+
+/// As root: the escape tests again as user `nobody` (this test binary re-executed with
+/// setpriv, the system Python, since the eval venv under a private home is not readable by
+/// other users), where the host isolation means a user namespace or the degraded level.
+#[test]
+fn escapes_as_unprivileged_user() {
+    if std::env::var_os("BCB_ESCAPE_INNER").is_some() || python().is_none() {
+        return;
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: not root (the other tests already run unprivileged)");
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.args(args);
+        c
+    };
+    let Some(py) = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| {
+            as_nobody(&[p, "-c", "pass"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    else {
+        let msg = "no Python that user nobody can run (or no setpriv)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{msg}");
+        }
+        eprintln!("skipping: {msg}");
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let visible = visible_dir("nobody");
+    let home = visible_dir("nobody-home");
+    for d in [visible.path(), home.path()] {
+        let c = std::ffi::CString::new(d.to_str().unwrap()).unwrap();
+        unsafe { libc::chown(c.as_ptr(), 65534, 65534) };
+    }
+    let status = as_nobody(&[exe.to_str().unwrap(), "escape_", "--test-threads", "1"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home.path())
+        .env("TMPDIR", "/tmp")
+        .env("BCB_ESCAPE_INNER", "1")
+        .env("BCB_ESCAPE_VISIBLE_DIR", visible.path())
+        .env("BCB_PYTHON", py)
+        .status()
+        .unwrap();
+    assert!(status.success(), "the escape tests failed as user nobody");
 }

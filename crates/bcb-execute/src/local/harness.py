@@ -90,6 +90,7 @@ ETC_ALLOW = (
 # Inside an allowed directory, still hidden.
 ETC_MASKED = ("/etc/ssl/private",)
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+SANDBOX_MPLCONFIG = "/var/cache/bcb-mplconfig"
 
 _libc = None
 
@@ -272,9 +273,6 @@ def python_paths(cfg):
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     paths += [os.path.dirname(os.path.realpath(sys.executable))]
     paths += [p for p in sys.path if p and os.path.isdir(p)]
-    mpl = (cfg.get("env") or {}).get("MPLCONFIGDIR")
-    if mpl:
-        paths.append(mpl)
     paths += cfg.get("ro_paths") or []
     out = []
     for p in paths:
@@ -288,6 +286,9 @@ def build_root(cfg, new, tmpfs_opts):
     """The sample's filesystem, by allow-list, on a fresh tmpfs at `new`; then pivots into it.
     Home directories, /root, /run, /var, the output and the samples file are simply absent."""
     mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    # /tmp first: a Python tree or cache under the host's /tmp is then bound inside it.
+    os.makedirs(new + "/tmp", mode=0o1777)
+    mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
     covered = []
     for top in ROOT_ALLOW:
         if _copy_or_bind(top, new):
@@ -297,7 +298,12 @@ def build_root(cfg, new, tmpfs_opts):
             continue
         _copy_or_bind(p, new)
         covered.append(p)
-    os.makedirs(new + "/etc", mode=0o755)
+    # bcb's matplotlib cache, wherever the host keeps it, at one fixed read-only path.
+    mpl = (cfg.get("env") or {}).get("MPLCONFIGDIR")
+    if mpl and os.path.isdir(mpl):
+        _mountpoint(new + SANDBOX_MPLCONFIG, mpl)
+        mount(mpl, new + SANDBOX_MPLCONFIG, None, MS_BIND)
+    os.makedirs(new + "/etc", mode=0o755, exist_ok=True)
     for name in ETC_ALLOW:
         try:
             _copy_or_bind("/etc/" + name, new)
@@ -308,7 +314,7 @@ def build_root(cfg, new, tmpfs_opts):
             _mask(new + p)
     # A minimal /dev: the harmless character devices, a private shm and ptys.
     dev = new + "/dev"
-    os.makedirs(dev, mode=0o755)
+    os.makedirs(dev, mode=0o755, exist_ok=True)
     mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
     for d in DEVICES:
         if os.path.exists("/dev/" + d):
@@ -324,7 +330,7 @@ def build_root(cfg, new, tmpfs_opts):
     os.makedirs(dev + "/shm", mode=0o1777)
     mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
     # /proc of the sample's own PID namespace (the host's where that is refused), masked.
-    os.makedirs(new + "/proc", mode=0o555)
+    os.makedirs(new + "/proc", mode=0o555, exist_ok=True)
     fresh = False
     if cfg["isolation"].get("pidns"):
         try:
@@ -334,7 +340,7 @@ def build_root(cfg, new, tmpfs_opts):
             pass  # e.g. in a user namespace with a partly hidden /proc
     if not fresh:
         mount("/proc", new + "/proc", None, MS_BIND | MS_REC)
-    os.makedirs(new + "/sys", mode=0o555)
+    os.makedirs(new + "/sys", mode=0o555, exist_ok=True)
     try:
         mount("sysfs", new + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
@@ -350,8 +356,6 @@ def build_root(cfg, new, tmpfs_opts):
     for p in READONLY_PATHS:
         if os.path.exists(new + p):
             mount(new + p, new + p, None, MS_BIND)
-    os.makedirs(new + "/tmp", mode=0o1777)
-    mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
     pivot_root(new)
     remount_readonly(skip=("/tmp", "/dev/shm", "/dev/pts", "/proc"))
     # Fail closed: a writable kernel-settings tree would undo the rest.
@@ -1092,6 +1096,8 @@ def child_main(job, cfg, wfd, kfd, base):
         base = isolate_child(cfg, base)
         os.environ.clear()
         os.environ.update(cfg["env"])
+        if cfg["isolation"].get("mountns") and "MPLCONFIGDIR" in os.environ:
+            os.environ["MPLCONFIGDIR"] = SANDBOX_MPLCONFIG
         home = os.path.join(base, "home")
         os.makedirs(home, exist_ok=True)
         os.environ["HOME"] = home
