@@ -8,6 +8,23 @@
 #
 # Used both as a long-lived pre-warmed pool slot (modules imported once, then forked) and as
 # a one-shot cold process (nothing preloaded), so both paths share the same isolation.
+#
+# Wire protocol (one JSON object per line; field names are what slot.rs reads and writes):
+#   fd 3, Rust -> supervisor:
+#     config (first line): {isolation: {userns, pidns, mountns, netns, ipcns, utsns, dropcaps,
+#         nproc_rlimit, uid_switch, landlock, seccomp_net}, limits: {..., kill_grace_secs,
+#         memory_rlimit_mb?, tmpfs_mb}, env: {NAME: value}, preload: [module], cgroups: [dir],
+#         workroot: dir, one_shot: bool, ro_paths?: [dir] (extra read-only binds)}
+#     job: {key, code, test, time_limit}        exit: {op: "exit"}
+#   fd 4, supervisor -> Rust:
+#     {event: "ready", pid, preload_secs, preload_failed: [text]}
+#     {event: "started", key, pid (null in a user namespace)}
+#     {event: "result", key, wall_secs, expected: [test name] | null, exit_code | signal,
+#      killed_at_deadline: bool, oom_killed?: true, integrity?: text,
+#      report?: {status: "pass"|"fail"|"timeout", details: {test: trace}, test_secs, ran: [test],
+#                skipped: n, integrity: text | null} | {harness_error: text}}
+#   Sample child -> supervisor (private pipes, never seen by Rust): the report, one line
+#   carrying the nonce the supervisor put into the child's key pipe after the fork.
 
 import json
 import os

@@ -495,3 +495,70 @@ impl Drop for SlotCgroups {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> ExecConfig {
+        ExecConfig {
+            python: PathBuf::from("/usr/bin/python3"),
+            parallel: 1,
+            limits: crate::Limits::default(),
+        }
+    }
+
+    /// Without namespaces every missing protection names what stands in for it.
+    #[test]
+    fn protections_name_the_fallback_when_namespaces_are_missing() {
+        let iso = Isolation {
+            nproc_rlimit: true,
+            landlock: true,
+            seccomp_net: true,
+            ..Isolation::default()
+        };
+        let list = iso.protections(&cfg());
+        for name in [
+            "PID namespace per sample",
+            "filesystem allow-list (mount namespace)",
+            "network namespace",
+            "memory cgroup",
+            "pids cgroup",
+        ] {
+            let p = list.iter().find(|p| p.name == name).expect(name);
+            assert!(!p.active, "{name}");
+            assert!(p.detail.starts_with("fallback: "), "{name}: {}", p.detail);
+        }
+        let landlock = list.iter().find(|p| p.name == "filesystem allow-list (mount namespace)");
+        assert!(landlock.unwrap().detail.contains("Landlock"));
+        let net = list.iter().find(|p| p.name == "network namespace").unwrap();
+        assert!(net.detail.contains("seccomp"));
+    }
+
+    #[test]
+    fn full_namespaces_are_all_listed_active() {
+        let iso = Isolation {
+            pidns: true,
+            mountns: true,
+            netns: true,
+            ipcns: true,
+            utsns: true,
+            dropcaps: true,
+            uid_switch: true,
+            ..Isolation::default()
+        };
+        let list = iso.protections(&cfg());
+        for name in [
+            "unprivileged sample",
+            "PID namespace per sample",
+            "filesystem allow-list (mount namespace)",
+            "container /proc and /sys",
+            "minimal /dev",
+            "network namespace",
+            "descriptor hygiene",
+            "report channel",
+        ] {
+            assert!(list.iter().any(|p| p.name == name && p.active), "{name}");
+        }
+    }
+}
