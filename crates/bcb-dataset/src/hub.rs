@@ -5,7 +5,6 @@
 //! (default options) gives, one row per line: that is the format of the reference files, so
 //! the content sha256/md5 of a downloaded split equals that of the same rows from a file.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -247,7 +246,7 @@ fn write_row<'a>(
         if i > 0 {
             out.extend_from_slice(b", ");
         }
-        write_py_json_str(out, name);
+        bcb_pyjson::write_str(out, name);
         out.extend_from_slice(b": ");
         write_field(out, value).map_err(|e| format!("column `{name}`: {e}"))?;
     }
@@ -269,13 +268,15 @@ fn write_field(out: &mut Vec<u8>, value: &Field) -> Result<(), String> {
         Field::UInt(v) => int(out, (*v).into()),
         Field::ULong(v) => int(out, (*v).into()),
         // Python widens float32/float16 to a double before printing it.
-        Field::Float16(v) => out.extend_from_slice(py_float_repr(f64::from(*v)).as_bytes()),
-        Field::Float(v) => out.extend_from_slice(py_float_repr(f64::from(*v)).as_bytes()),
-        Field::Double(v) => out.extend_from_slice(py_float_repr(*v).as_bytes()),
-        Field::Str(s) => write_py_json_str(out, s),
+        Field::Float16(v) => {
+            out.extend_from_slice(bcb_pyjson::json_float(f64::from(*v)).as_bytes())
+        }
+        Field::Float(v) => out.extend_from_slice(bcb_pyjson::json_float(f64::from(*v)).as_bytes()),
+        Field::Double(v) => out.extend_from_slice(bcb_pyjson::json_float(*v).as_bytes()),
+        Field::Str(s) => bcb_pyjson::write_str(out, s),
         // A string column written without the UTF8 annotation.
         Field::Bytes(b) => match std::str::from_utf8(b.data()) {
-            Ok(s) => write_py_json_str(out, s),
+            Ok(s) => bcb_pyjson::write_str(out, s),
             Err(e) => return Err(format!("binary value is not UTF-8 text ({e})")),
         },
         other => {
@@ -287,138 +288,17 @@ fn write_field(out: &mut Vec<u8>, value: &Field) -> Result<(), String> {
     Ok(())
 }
 
-/// A JSON string as `json.dumps` writes it with `ensure_ascii=True`: only printable ASCII
-/// stays as is; everything else is `\uXXXX` (lowercase hex, UTF-16 surrogate pairs).
-pub fn write_py_json_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    for c in s.chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\u{8}' => out.extend_from_slice(b"\\b"),
-            '\u{c}' => out.extend_from_slice(b"\\f"),
-            ' '..='~' => out.push(c as u8),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.extend_from_slice(format!("\\u{unit:04x}").as_bytes());
-                }
-            }
-        }
-    }
-    out.push(b'"');
-}
-
-/// Python's `repr(float)` as `json.dumps` prints it: the shortest digits that round-trip,
-/// fixed notation for exponents -4..=15, else `d.ddde+XX`; `NaN`/`Infinity` as json allows.
-pub fn py_float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    // Rust's `{:e}` prints the same shortest round-trip digits, e.g. `-1.25e-7`.
-    let sci = format!("{x:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
-    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if !(-4..16).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let dot = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{dot}e{esign}{:02}", exp.abs());
-    }
-    if exp < 0 {
-        let zeros = "0".repeat((-exp - 1) as usize);
-        return format!("{sign}0.{zeros}{digits}");
-    }
-    let int_len = exp as usize + 1;
-    if digits.len() <= int_len {
-        let zeros = "0".repeat(int_len - digits.len());
-        format!("{sign}{digits}{zeros}.0")
-    } else {
-        let (int_part, frac) = digits.split_at(int_len);
-        format!("{sign}{int_part}.{frac}")
-    }
-}
-
-/// Writes `dest` so that readers see the old file or the whole new one, never a part:
-/// a temp file in the same directory, flushed to disk, then renamed over `dest`.
+/// Writes `dest` atomically (see [`bcb_pyjson::write_atomic`]).
 fn write_atomic(dest: &Path, bytes: &[u8]) -> Result<(), DatasetError> {
-    let io_err = |source| DatasetError::Io {
+    bcb_pyjson::write_atomic(dest, bytes).map_err(|source| DatasetError::Io {
         path: dest.to_path_buf(),
         source,
-    };
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(io_err)?;
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".download-").suffix(".tmp");
-    // tempfile's default 0600 would make a shared cache unreadable to other users.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-    let mut tmp = builder.tempfile_in(dir).map_err(io_err)?;
-    tmp.write_all(bytes).map_err(io_err)?;
-    tmp.as_file().sync_all().map_err(io_err)?;
-    tmp.persist(dest).map_err(|e| io_err(e.error))?;
-    // Make the rename itself durable; failing that is harmless, so it is not an error.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_like_python_repr() {
-        // Expected strings are what CPython 3.11 `repr` prints.
-        for (x, want) in [
-            (0.7876234055, "0.7876234055"),
-            (0.812500298, "0.812500298"),
-            (0.1 + 0.2, "0.30000000000000004"),
-            (1.0, "1.0"),
-            (-0.0, "-0.0"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (1.5e-7, "1.5e-07"),
-            (1e15, "1000000000000000.0"),
-            (1e16, "1e+16"),
-            (1.2345e22, "1.2345e+22"),
-            (123.456, "123.456"),
-            (f64::NAN, "NaN"),
-            (f64::NEG_INFINITY, "-Infinity"),
-            (f64::from(0.1f32), "0.10000000149011612"),
-        ] {
-            assert_eq!(py_float_repr(x), want, "{x:?}");
-        }
-    }
-
-    #[test]
-    fn strings_are_escaped_like_json_dumps() {
-        let mut out = Vec::new();
-        write_py_json_str(&mut out, "a\"\\\n\t\u{1}\u{7f}é€😀/");
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            r#""a\"\\\n\t\u0001\u007f\u00e9\u20ac\ud83d\ude00/""#
-        );
-    }
 
     #[test]
     fn decodes_rows_with_nulls_in_column_order() {

@@ -6,7 +6,6 @@ mod journaled;
 pub mod limits;
 pub mod passk;
 pub mod progress;
-pub mod pyjson;
 pub mod results;
 pub mod run;
 

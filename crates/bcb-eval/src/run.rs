@@ -18,7 +18,6 @@ use crate::journaled::{longest_first, run_journaled};
 use crate::limits::sample_time_limit;
 use crate::passk::mean_pass_at_k;
 use crate::progress::Progress;
-use crate::pyjson::write_atomic;
 use crate::results::{model_name, pass_at_k_json, EvalResults, SampleResult};
 
 pub struct EvalOptions<'a> {
@@ -153,7 +152,7 @@ pub fn evaluate_samples(
             backup(&results_path)?;
         }
         let results = assemble(dataset, work, &done);
-        write_atomic(&results_path, &results)?;
+        write_json(&results_path, &results)?;
         // The journal is redundant once the results file is complete.
         let _ = std::fs::remove_file(journal_path(&results_path));
         results
@@ -196,7 +195,7 @@ pub fn evaluate_samples(
             );
         }
     }
-    write_atomic(&pass_path, &pass_json)?;
+    write_json(&pass_path, &pass_json)?;
     Ok(EvalReport {
         results_path,
         pass_at_k_path: pass_path,
@@ -413,4 +412,11 @@ fn backup(path: &Path) -> anyhow::Result<PathBuf> {
     std::fs::rename(path, &bak)
         .with_context(|| format!("cannot move {} to {}", path.display(), bak.display()))?;
     Ok(bak)
+}
+
+/// Writes `value` as `json.dumps(value, indent=2)` would, atomically.
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let bytes = bcb_pyjson::to_pretty(value)?;
+    bcb_pyjson::write_atomic(path, &bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -60,34 +60,7 @@ pub fn python_number_str(literal: &str) -> Option<String> {
         return Some(i.to_string());
     }
     let x: f64 = t.parse().ok()?;
-    Some(python_float_repr(x))
-}
-
-pub fn python_float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    let a = x.abs();
-    if a == 0.0 || (1e-4..1e16).contains(&a) {
-        let s = format!("{x}");
-        if s.contains('.') {
-            s
-        } else {
-            format!("{s}.0")
-        }
-    } else {
-        // Rust: `1e-5`, Python: `1e-05` (exponent has at least two digits and a sign).
-        let s = format!("{x:e}");
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
-        };
-        format!("{mant}e{sign}{digits:0>2}")
-    }
+    Some(bcb_pyjson::float_repr(x))
 }
 
 #[cfg(test)]

@@ -322,7 +322,7 @@ impl ModelConfig {
             Some(toml::Value::Float(f)) => {
                 let t = Temperature {
                     value: *f,
-                    display: crate::naming::python_float_repr(*f),
+                    display: bcb_pyjson::float_repr(*f),
                 };
                 Ok(Some(t))
             }

@@ -60,7 +60,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn setup(args: SetupArgs) -> anyhow::Result<ExitCode> {
     let dir = args.env_dir.unwrap_or_else(pyenv::default_env_dir);
-    let changed = pyenv::setup(&dir, &args.base_python, args.force)?;
+    let changed = pyenv::setup(&dir, &args.base_python, args.force, &mut |s| {
+        eprintln!("{s}")
+    })?;
     if changed {
         eprintln!("environment ready: {}", dir.display());
     } else {

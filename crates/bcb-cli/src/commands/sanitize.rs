@@ -201,50 +201,31 @@ fn target_path(
     Ok(samples.with_file_name(new_name))
 }
 
-/// Python's `json.dumps(str)` (ensure_ascii): escapes `"`, `\`, control characters and every
-/// non-ASCII character (as UTF-16 `\uXXXX`, lowercase hex).
-pub(crate) fn py_json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out.push('"');
-}
-
 fn write_jsonl(target: &Path, rows: &[Done], keep_raw: bool) -> anyhow::Result<()> {
-    let mut text = String::new();
+    // One `json.dumps` line per row, keys in the original's order.
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        task_id: &'a str,
+        solution: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        raw_solution: Option<&'a str>,
+    }
+    let mut text = Vec::new();
     for r in rows {
-        text.push_str("{\"task_id\": ");
-        py_json_str(&r.task_id, &mut text);
-        text.push_str(", \"solution\": ");
-        py_json_str(&r.solution, &mut text);
-        if keep_raw {
-            text.push_str(", \"raw_solution\": ");
-            py_json_str(&r.raw, &mut text);
-        }
-        text.push_str("}\n");
+        let row = Row {
+            task_id: &r.task_id,
+            solution: &r.solution,
+            raw_solution: keep_raw.then_some(r.raw.as_str()),
+        };
+        text.extend(bcb_pyjson::to_line(&row)?);
+        text.push(b'\n');
     }
     let bytes = if target.to_string_lossy().ends_with(".gz") {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(text.as_bytes())?;
+        gz.write_all(&text)?;
         gz.finish()?
     } else {
-        text.into_bytes()
+        text
     };
     std::fs::write(target, bytes).with_context(|| format!("cannot write {}", target.display()))
 }
@@ -267,13 +248,6 @@ fn write_directory(target: &Path, rows: &[Done]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_like_python() {
-        let mut s = String::new();
-        py_json_str("a\"b\\c\n\té😀\u{7f}\u{1}", &mut s);
-        assert_eq!(s, r#""a\"b\\c\n\t\u00e9\ud83d\ude00\u007f\u0001""#);
-    }
 
     #[test]
     fn target_names_like_the_original() {

@@ -93,8 +93,14 @@ pub fn python_version(python: &Path) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Creates (or completes) the venv at `dir` from the lock. Idempotent: a current env is left alone.
-pub fn setup(dir: &Path, base_python: &Path, force: bool) -> anyhow::Result<bool> {
+/// Creates (or completes) the venv at `dir` from the lock. Idempotent: a current env is left
+/// alone. `step` hears each stage as it starts (the CLI shows them).
+pub fn setup(
+    dir: &Path,
+    base_python: &Path,
+    force: bool,
+    step: &mut dyn FnMut(&str),
+) -> anyhow::Result<bool> {
     if is_current(dir) && !force {
         return Ok(false);
     }
@@ -107,7 +113,7 @@ pub fn setup(dir: &Path, base_python: &Path, force: bool) -> anyhow::Result<bool
     }
     let py = env_python(dir);
     if !py.exists() {
-        eprintln!("creating venv {}", dir.display());
+        step(&format!("creating venv {}", dir.display()));
         run(
             Command::new(base_python).args(["-m", "venv"]).arg(dir),
             "python -m venv",
@@ -115,7 +121,7 @@ pub fn setup(dir: &Path, base_python: &Path, force: bool) -> anyhow::Result<bool
     }
     let uv = dir.join("bin").join("uv");
     if !uv.exists() {
-        eprintln!("installing uv into the venv");
+        step("installing uv into the venv");
         run(
             Command::new(&py).args([
                 "-m",
@@ -131,7 +137,7 @@ pub fn setup(dir: &Path, base_python: &Path, force: bool) -> anyhow::Result<bool
     let lock_file = dir.join("bcb-lock.txt");
     std::fs::write(&lock_file, LOCK_PY311)
         .with_context(|| format!("cannot write {}", lock_file.display()))?;
-    eprintln!("installing the task libraries (168 packages; about 3 minutes from an empty cache)");
+    step("installing the task libraries (168 packages; about 3 minutes from an empty cache)");
     run(
         Command::new(&uv)
             .args(["pip", "install", "--no-deps", "--python"])
