@@ -2,6 +2,8 @@
 //! `complete_prompt + "\n" + canonical_solution`, target 0 flags) and the real model answers in
 //! `../shared/real-samples/*.jsonl.gz` (every flag printed, to be explained). Prints counts per
 //! rule; run with `--no-capture` to see them.
+// Tests report what each probe saw: printing is their output, not a library's.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::io::Read;

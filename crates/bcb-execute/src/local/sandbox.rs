@@ -529,7 +529,9 @@ mod tests {
             assert!(!p.active, "{name}");
             assert!(p.detail.starts_with("fallback: "), "{name}: {}", p.detail);
         }
-        let landlock = list.iter().find(|p| p.name == "filesystem allow-list (mount namespace)");
+        let landlock = list
+            .iter()
+            .find(|p| p.name == "filesystem allow-list (mount namespace)");
         assert!(landlock.unwrap().detail.contains("Landlock"));
         let net = list.iter().find(|p| p.name == "network namespace").unwrap();
         assert!(net.detail.contains("seccomp"));
