@@ -315,10 +315,20 @@ fn escape_7_forged_pass_is_caught_at_run_time() {
     }
 }
 
+/// What the run-time checks cannot stop (written against this harness: the sample reads the
+/// key pipe itself, forges a report and exits before the harness reports). Only the tamper
+/// scan stands in its way; see the README's threat model.
+fn fd_forgery() -> (&'static str, String) {
+    (
+        "key pipe read and report forged through raw fds",
+        "import os, json, stat\ndef _forge():\n    fifos = []\n    for n in os.listdir('/proc/self/fd'):\n        try:\n            if int(n) > 2 and stat.S_ISFIFO(os.fstat(int(n)).st_mode):\n                fifos.append(int(n))\n        except OSError:\n            pass\n    nonce = ''\n    for fd in fifos:\n        try:\n            os.set_blocking(fd, False)\n            nonce = nonce or os.read(fd, 64).decode()\n        except OSError:\n            pass\n    for fd in fifos:\n        try:\n            os.write(fd, (json.dumps({'nonce': nonce, 'status': 'pass', 'details': {}, 'ran': ['test_it'], 'test_secs': 0.0}) + '\\n').encode())\n        except OSError:\n            pass\n    os._exit(0)\ndef task_func():\n    return 0\n_forge()\n".to_string(),
+    )
+}
+
 /// The static tamper scan flags every forgery before it runs.
 #[test]
 fn escape_7_forged_pass_is_flagged_by_the_tamper_scan() {
-    for (name, code) in forgeries() {
+    for (name, code) in forgeries().into_iter().chain([fd_forgery()]) {
         let findings = bcb_sanitize::tamper::scan(&code);
         assert!(!findings.is_empty(), "not flagged: {name}");
         let text = bcb_sanitize::tamper::refusal_text(&findings);

@@ -78,6 +78,10 @@ pub const RULES: &[(&str, &str)] = &[
         "/proc/<pid>/mem or process_vm_readv/writev: read or write process memory",
     ),
     (
+        "raw-fd",
+        "os.read/os.write/os.fstat/os.dup/os.fdopen, /proc/self/fd, /dev/fd: reach descriptors the sample did not open (the report pipes)",
+    ),
+    (
         "ctypes",
         "ctypes (outside the tasks about ctypes): raw memory access",
     ),
@@ -175,6 +179,31 @@ const FRAME_ATTRS: &[&str] = &[
     "ag_frame",
 ];
 const GC_CALLS: &[&str] = &["gc.get_objects", "gc.get_referrers", "gc.get_referents"];
+/// Descriptor-level I/O: no task needs it, and it is how a sample would find the report pipes.
+const RAW_FD_CALLS: &[&str] = &[
+    "os.read",
+    "os.write",
+    "os.readv",
+    "os.writev",
+    "os.pread",
+    "os.pwrite",
+    "os.preadv",
+    "os.pwritev",
+    "os.fstat",
+    "os.fdopen",
+    "os.dup",
+    "os.dup2",
+    "os.sendfile",
+    "os.splice",
+    "os.set_blocking",
+    "os.get_blocking",
+    "os.set_inheritable",
+    "os.fchmod",
+    "os.fchown",
+    "os.ftruncate",
+    "socket.fromfd",
+    "fcntl.fcntl",
+];
 const TRACE_CALLS: &[&str] = &[
     "sys.settrace",
     "sys.setprofile",
@@ -464,6 +493,12 @@ impl<'a> Scanner<'a> {
                 if is_proc_mem(&t) {
                     self.flag("proc-mem", n);
                 }
+                if t.contains("/proc/self/fd")
+                    || t.contains("/dev/fd/")
+                    || t.contains("/proc/self/fdinfo")
+                {
+                    self.flag("raw-fd", n);
+                }
             }
             "identifier" => {
                 let t = self.text(n);
@@ -486,6 +521,8 @@ impl<'a> Scanner<'a> {
             self.flag("gc-introspection", n);
         } else if TRACE_CALLS.contains(&q.as_str()) {
             self.flag("trace-hook", n);
+        } else if RAW_FD_CALLS.contains(&q.as_str()) || q == "posix.read" || q == "posix.write" {
+            self.flag("raw-fd", n);
         } else if q == "setattr" || q == "delattr" || q == "object.__setattr__" {
             if let Some(target) = n
                 .child_by_field_name("arguments")
@@ -695,6 +732,12 @@ mod tests {
             ["module-patch"]
         );
         assert_eq!(rules("import sys\nsys.modules = {}\n"), ["module-patch"]);
+        assert_eq!(rules("import os\nos.write(5, b'x')\n"), ["raw-fd"]);
+        assert_eq!(rules("from os import read\nread(7, 64)\n"), ["raw-fd"]);
+        assert_eq!(
+            rules("import os\nos.listdir('/proc/self/fd')\n"),
+            ["raw-fd"]
+        );
     }
 
     #[test]
