@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use bcb_execute::{executor_with, host_isolation, Isolation, Job, Outcome, Status};
+use bcb_execute::{executor_with, host_isolation, landlock_abi, Isolation, Job, Outcome, Status};
 use common::*;
 
 const CONTAINED_TEST: &str = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), 'contained')\n";
@@ -390,4 +390,67 @@ fn escapes_as_unprivileged_user() {
         .status()
         .unwrap();
     assert!(status.success(), "the escape tests failed as user nobody");
+}
+
+/// The fallback where namespaces are refused (`Isolation::degraded`: Landlock + seccomp +
+/// rlimits, root without capabilities or uid 65534): what it still contains. The filesystem,
+/// /proc, /dev and pathname unix sockets stay visible there (env check names that fallback).
+#[test]
+fn escapes_degraded_fallback_still_blocks_writes_fds_and_forgeries() {
+    if python().is_none() {
+        return;
+    }
+    if landlock_abi() < 1 {
+        let msg = "no Landlock on this kernel: the degraded level has no write confinement";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{msg}");
+        }
+        eprintln!("skipping: {msg}");
+        return;
+    }
+    let writes = probe(
+        "kernel settings and devices, degraded",
+        "    for p in ['/proc/sys/kernel/core_pattern', '/proc/sys/vm/swappiness', '/proc/sysrq-trigger', '/dev/kmsg', '/dev/console']:\n        try:\n            os.close(os.open(p, os.O_WRONLY | os.O_NOCTTY))\n            hits.append('writable ' + p)\n        except OSError:\n            pass\n    for p in ['/dev/null', '/dev/zero', '/dev/urandom']:\n        try:\n            os.close(os.open(p, os.O_RDWR))\n        except OSError as e:\n            hits.append('needed device missing: %s (%s)' % (p, e))\n",
+    );
+    let fds = probe(
+        "slot descriptors, degraded",
+        "    for fd in range(3, 1024):\n        try:\n            st = os.fstat(fd)\n        except OSError:\n            continue\n        if not stat.S_ISFIFO(st.st_mode):\n            hits.append('fd %d' % fd)\n",
+    );
+    for kind in ["pool", "process"] {
+        for (i, o) in run_with(
+            kind,
+            Isolation::degraded(),
+            &[writes.clone(), fds.clone()],
+            2,
+        )
+        .iter()
+        .enumerate()
+        {
+            assert_eq!(
+                o.status,
+                Status::Pass,
+                "{kind} degraded probe {i}: {}",
+                leaks(o)
+            );
+        }
+        let forged: Vec<Job> = forgeries()
+            .iter()
+            .enumerate()
+            .map(|(i, (name, code))| job(i, name, code, FORGE_TEST, LIMIT))
+            .collect();
+        let exec =
+            executor_with(kind, config(python().unwrap(), 2), Isolation::degraded()).unwrap();
+        let passed = std::sync::Mutex::new(Vec::new());
+        exec.run(forged, &|job, o| {
+            if o.status == Status::Pass {
+                passed.lock().unwrap().push(job.task_id);
+            }
+        })
+        .unwrap();
+        let passed = passed.into_inner().unwrap();
+        assert!(
+            passed.is_empty(),
+            "{kind} degraded: forged passes {passed:?}"
+        );
+    }
 }

@@ -431,7 +431,7 @@ def drop_capabilities():
 
 
 def landlock(base):
-    """Degraded mode: writes only under the sample's dir (+ /dev, /dev/shm), no signals or
+    """Degraded mode: writes only under the sample's dir (+ the DEVICES, /dev/shm), no signals or
     abstract unix sockets outside the sandbox (ABI >= 6)."""
     import ctypes
     import struct
@@ -456,9 +456,12 @@ def landlock(base):
     fd = sc(ctypes.c_long(444), buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    rules = [(base, write_rights), ("/dev", 2 | (16384 if abi >= 3 else 0))]
-    if os.path.isdir("/dev/shm"):
-        rules.append(("/dev/shm", write_rights))
+    # Devices one by one (not all of /dev: /dev/kmsg, /dev/console stay closed for writing).
+    file_write = 2 | (16384 if abi >= 3 else 0)
+    rules = [(base, write_rights)] + [("/dev/" + d, file_write) for d in DEVICES if os.path.exists("/dev/" + d)]
+    for d in ("/dev/shm", "/dev/pts"):
+        if os.path.isdir(d):
+            rules.append((d, write_rights if d == "/dev/shm" else file_write))
     for path, rights in rules:
         pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd), 12)

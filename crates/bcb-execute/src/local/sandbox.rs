@@ -169,8 +169,10 @@ impl Isolation {
                 iso.userns,
                 if iso.userns {
                     "the slot maps itself to the invoking user"
-                } else if root {
+                } else if root && iso.uid_switch {
                     "not needed as root (uid switch instead)"
+                } else if root {
+                    "not used as root"
                 } else {
                     "fallback: Landlock + seccomp + rlimits"
                 },
