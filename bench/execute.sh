@@ -11,8 +11,8 @@ set -euo pipefail
 subset=${1:-hard}
 parallel=${2:-$(nproc)}
 here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_PYTHON=${BCB_PYTHON:-/root/.cache/bcb/eval-env-py311/bin/python}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-/work/shared/bigcodebench}
+export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
+export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-execute.XXXXXX)}
 mkdir -p "$out"

@@ -2,13 +2,13 @@
 # Time to sanitize N (default 10,000) generated answers: bcb vs the original sanitizer
 # (bigcodebench 0.2.5 sanitize.py, CPython + tree-sitter), both on one thread, same inputs.
 # Also times the whole `bcb sanitize` command on the same answers as a samples file.
-# Needs the dataset ($BCB_DATASET_DIR, default /work/shared/bigcodebench) and PyPI access
+# Needs the dataset ($BCB_DATASET_DIR, default ../shared/bigcodebench) and PyPI access
 # the first time (.ci/setup-sanitize.sh makes the original's venv).
 # Usage: bench/sanitize.sh [N]      The original takes ~10-15 minutes for 10,000 answers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-10000}"
-export BCB_DATASET_DIR="${BCB_DATASET_DIR:-/work/shared/bigcodebench}"
+export BCB_DATASET_DIR="${BCB_DATASET_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared/bigcodebench}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 PY="${BCB_UPSTREAM_PYTHON:-$(.ci/setup-sanitize.sh)}"
 cargo build --release -q -p bcb-sanitize --example sanitize_bench

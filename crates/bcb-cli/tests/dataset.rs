@@ -3,16 +3,7 @@
 use std::process::Command;
 
 fn dataset_dir() -> Option<std::path::PathBuf> {
-    match std::env::var_os("BCB_DATASET_DIR") {
-        Some(d) => Some(d.into()),
-        None if std::env::var("BCB_REQUIRE_DATA").is_ok_and(|v| v == "1") => {
-            panic!("BCB_DATASET_DIR must point at the BigCodeBench files")
-        }
-        None => {
-            eprintln!("SKIP: set BCB_DATASET_DIR to the BigCodeBench files");
-            None
-        }
-    }
+    bcb_testkit::dataset_dir()
 }
 
 #[test]

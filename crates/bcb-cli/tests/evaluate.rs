@@ -449,3 +449,85 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     pb["model"] = pa["model"].clone();
     assert_eq!(pa, pb);
 }
+
+#[test]
+fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("q.jsonl");
+    write_jsonl(
+        &samples,
+        &[json!({"task_id": "BigCodeBench/0", "solution": canonical(&env, "BigCodeBench/0")})],
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--ids",
+            "0",
+            "--force",
+            "--samples",
+            samples.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let quick = run(&["--timeout", "5"]);
+    assert!(quick.status.success(), "{}", stderr(&quick));
+    assert!(stderr(&quick).contains("ground truth: 1 to run"));
+    let default = run(&[]);
+    assert!(default.status.success(), "{}", stderr(&default));
+    assert!(
+        stderr(&default).contains("ground truth: 1 to run"),
+        "the default run computes its own ground truth: {}",
+        stderr(&default)
+    );
+    let caches = std::fs::read_dir(env.cache.path().join("ground-truth"))
+        .unwrap()
+        .count();
+    assert_eq!(caches, 2, "one cache per time setting");
+    // The same settings again: cached.
+    let again = run(&[]);
+    assert!(
+        stderr(&again).contains("ground truth: 0 to run"),
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn save_pass_rate_false_keeps_the_pass_at_k_file_and_no_execute_runs_nothing() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("s.jsonl");
+    write_jsonl(
+        &samples,
+        &[json!({"task_id": "BigCodeBench/0", "solution": WRONG})],
+    );
+    let pass_at_k = env.path("s_pass_at_k.json");
+    std::fs::write(&pass_at_k, "{\"kept\": 1}").unwrap();
+    let base = [
+        "evaluate",
+        "--ids",
+        "0",
+        "--no-gt",
+        "--samples",
+        samples.to_str().unwrap(),
+    ];
+
+    let mut args = base.to_vec();
+    args.push("--no_execute");
+    let out = env.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !env.path("s_eval_results.json").exists(),
+        "--no_execute executed nothing"
+    );
+
+    let mut args = base.to_vec();
+    args.extend(["--save_pass_rate", "False"]);
+    let out = env.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.path("s_eval_results.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(&pass_at_k).unwrap(),
+        "{\"kept\": 1}"
+    );
+}

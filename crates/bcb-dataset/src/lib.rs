@@ -9,7 +9,7 @@ mod task;
 
 pub use hub::parquet_url;
 pub use source::{cache_dir, file_name, DatasetSpec, Source, DATASET_DIR_ENV, OVERRIDE_PATH_ENV};
-pub use task::{task_number, Dataset, Task};
+pub use task::{parse_task_ids, task_number, Dataset, Task};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -57,6 +57,22 @@ impl Task {
 }
 
 /// The number in `BigCodeBench/N`.
+/// Task ids from a comma-separated list, bare numbers completed (`1,BigCodeBench/2` →
+/// `BigCodeBench/1`, `BigCodeBench/2`), as `--ids` / `--selective_evaluate` take them.
+pub fn parse_task_ids(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.chars().all(|c| c.is_ascii_digit()) {
+                format!("BigCodeBench/{s}")
+            } else {
+                s.to_string()
+            }
+        })
+        .collect()
+}
+
 pub fn task_number(task_id: &str) -> Option<u32> {
     task_id.strip_prefix("BigCodeBench/")?.parse().ok()
 }

@@ -2,6 +2,7 @@
 //! real dataset rows (`$BCB_DATASET_DIR`), at the hub's own paths, with the hub's redirect to
 //! a CDN path. The server is a stand-in for huggingface.co (unreachable here); the parquet
 //! files, the HTTP client, the decoder and the cache are the real ones.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
@@ -23,16 +24,7 @@ const FULL_V014_SHA256: &str = "0a02220ab46eb02034d8e58f69fa1ac926f7e9a2b62a69c5
 
 /// The shared dataset directory, or None (test skipped) when it is not configured.
 fn data_dir() -> Option<PathBuf> {
-    match std::env::var_os("BCB_DATASET_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None if std::env::var("BCB_REQUIRE_DATA").as_deref() == Ok("1") => {
-            panic!("BCB_REQUIRE_DATA=1 but BCB_DATASET_DIR is not set")
-        }
-        None => {
-            eprintln!("skipped: set BCB_DATASET_DIR to the bigcodebench data directory");
-            None
-        }
-    }
+    bcb_testkit::dataset_dir()
 }
 
 /// The uncompressed JSONL of a shared file, e.g. `bigcodebench-hard-v0.1.4`.

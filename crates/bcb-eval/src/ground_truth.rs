@@ -1,33 +1,23 @@
-//! Ground truth: run every canonical solution once, record its test time, and cache the
-//! result per dataset content (md5, as the original keys it). The cache is a journal, so a
-//! killed run resumes with the tasks it had not finished.
+//! Ground truth: every canonical solution run once, its test time recorded, cached per
+//! dataset content *and* what can change a verdict (limits, time settings, the Python
+//! environment), so a quick `--timeout 5` run never poisons a default one. The cache is a
+//! journal of [`JournalRecord`]s: a killed run resumes with the tasks it had not finished.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use bcb_dataset::{Dataset, Task};
-use bcb_execute::{Executor, Job, Outcome, Status};
-use bcb_samples::JsonlAppender;
-use serde::{Deserialize, Serialize};
+use bcb_execute::{Outcome, Program, Status};
+use sha2::Digest;
 
-use crate::journaled::{longest_first, run_journaled};
-use crate::limits::ground_truth_time_limit;
-use crate::progress::Progress;
+use crate::journal::{read_journal, JournalHeader, JournalRecord};
+use crate::plan::Settings;
 
-/// What one canonical solution did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GtEntry {
-    pub task_id: String,
-    /// Test time in seconds when every test passed; `None` otherwise (upstream's value).
-    pub secs: Option<f64>,
-    pub status: Status,
-    pub details: serde_json::Map<String, serde_json::Value>,
-}
-
+/// What the canonical solutions did, by task id.
 #[derive(Debug, Default, Clone)]
 pub struct GroundTruth {
-    entries: HashMap<String, GtEntry>,
+    entries: HashMap<String, Outcome>,
 }
 
 impl GroundTruth {
@@ -36,11 +26,40 @@ impl GroundTruth {
         GroundTruth::default()
     }
 
-    pub fn expected_secs(&self, task_id: &str) -> Option<f64> {
-        self.entries.get(task_id).and_then(|e| e.secs)
+    pub fn from_records(records: impl IntoIterator<Item = JournalRecord>) -> Self {
+        let mut gt = GroundTruth::default();
+        for r in records {
+            gt.insert(&r.id.task_id, r.outcome);
+        }
+        gt
     }
 
-    pub fn entry(&self, task_id: &str) -> Option<&GtEntry> {
+    pub fn insert(&mut self, task_id: &str, outcome: Outcome) {
+        self.entries.insert(task_id.to_string(), outcome);
+    }
+
+    pub fn contains(&self, task_id: &str) -> bool {
+        self.entries.contains_key(task_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Test time of a passing canonical solution (upstream's `expected_time`); `None` when it
+    /// did not pass or did not run.
+    pub fn expected_secs(&self, task_id: &str) -> Option<f64> {
+        self.entries
+            .get(task_id)
+            .filter(|o| o.status == Status::Pass)
+            .map(|o| o.test_secs.unwrap_or(o.wall_secs))
+    }
+
+    pub fn outcome(&self, task_id: &str) -> Option<&Outcome> {
         self.entries.get(task_id)
     }
 
@@ -68,127 +87,76 @@ impl GroundTruth {
     }
 }
 
-/// Where the ground truth of a dataset is cached.
-pub fn cache_path(cache_dir: &Path, dataset: &Dataset) -> PathBuf {
-    cache_dir
-        .join("ground-truth")
-        .join(format!("{}.jsonl", dataset.md5))
-}
-
 /// The program a canonical solution runs: `complete_prompt + "\n" + canonical_solution`.
 pub fn canonical_program(task: &Task) -> String {
     format!("{}\n{}", task.complete_prompt, task.canonical_solution)
 }
 
-pub struct GtOptions<'a> {
-    pub cache_file: PathBuf,
-    /// Discard the cache and run everything again (`--check-gt-only` does this).
-    pub recompute: bool,
-    pub min_time_limit: f64,
-    pub base_timeout: f64,
-    pub progress: &'a Progress,
+/// Where a dataset's ground truth lives for given settings, and its journal key.
+#[derive(Debug, Clone)]
+pub struct GtCache {
+    pub path: PathBuf,
+    pub key: String,
 }
 
-/// Loads cached entries for the dataset's tasks and runs the canonical solutions of the rest.
-pub fn ensure(
-    dataset: &Dataset,
-    executor: &dyn Executor,
-    opts: &GtOptions,
-) -> anyhow::Result<GroundTruth> {
-    // A re-check keeps the previous run's timings, only to start the longest tasks first.
-    let mut previous_secs: HashMap<String, f64> = HashMap::new();
-    if opts.recompute && opts.cache_file.exists() {
-        if let Ok(text) = std::fs::read_to_string(&opts.cache_file) {
-            for entry in text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<GtEntry>(l).ok())
-            {
-                if let Some(secs) = entry.secs {
-                    previous_secs.insert(entry.task_id, secs);
-                }
-            }
-        }
-        std::fs::remove_file(&opts.cache_file)
-            .with_context(|| format!("cannot remove {}", opts.cache_file.display()))?;
-    }
-    let (journal, records) = JsonlAppender::open(&opts.cache_file).with_context(|| {
-        format!(
-            "cannot open ground-truth cache {}",
-            opts.cache_file.display()
-        )
-    })?;
-    let mut entries = HashMap::new();
-    for record in records {
-        if let Ok(entry) = serde_json::from_value::<GtEntry>(record) {
-            entries.insert(entry.task_id.clone(), entry);
-        }
-    }
-    let todo: Vec<&Task> = dataset
-        .tasks()
-        .iter()
-        .filter(|t| !entries.contains_key(&t.task_id))
-        .collect();
-    if todo.is_empty() {
-        tracing::info!("ground truth loaded from {}", opts.cache_file.display());
-        return Ok(GroundTruth { entries });
-    }
-    let time_limit = ground_truth_time_limit(opts.min_time_limit, opts.base_timeout);
-    let mut jobs: Vec<Job> = todo
-        .iter()
-        .enumerate()
-        .map(|(key, task)| Job {
+impl GtCache {
+    /// `{cache}/ground-truth/{key}.jsonl`, the key covering the dataset content, the limits,
+    /// the time settings and the Python environment.
+    pub fn new(cache_dir: &Path, dataset: &Dataset, settings: &Settings) -> GtCache {
+        let mut h = sha2::Sha256::new();
+        h.update(dataset.md5.as_bytes());
+        h.update(settings.verdict_key().as_bytes());
+        let key = hex::encode(&h.finalize()[..16]);
+        GtCache {
+            path: cache_dir.join("ground-truth").join(format!("{key}.jsonl")),
             key,
-            task_id: task.task_id.clone(),
-            code: canonical_program(task),
-            test: task.test.clone(),
-            entry_point: task.entry_point.clone(),
-            time_limit: std::time::Duration::from_secs_f64(time_limit),
-            expected_secs: previous_secs.get(&task.task_id).copied(),
-        })
-        .collect();
-    // Longest first (known from a previous run), so a 160 s task does not start last.
-    longest_first(&mut jobs);
-    let bar = opts.progress.bar(
-        "ground truth",
-        jobs.len() as u64,
-        dataset.len() - todo.len(),
-    );
-    let fresh = run_journaled(
-        executor,
-        jobs,
-        journal,
-        &bar,
-        |job: Job, outcome: Outcome| {
-            let secs = match outcome.status {
-                Status::Pass => Some(outcome.test_secs.unwrap_or(outcome.wall_secs)),
-                _ => None,
-            };
-            GtEntry {
-                task_id: job.task_id,
-                secs,
-                status: outcome.status,
-                details: outcome.details,
-            }
-        },
-    )?;
-    for entry in fresh {
-        entries.insert(entry.task_id.clone(), entry);
+        }
     }
-    Ok(GroundTruth { entries })
+
+    pub fn header(&self) -> JournalHeader {
+        JournalHeader::new(&self.key)
+    }
+
+    /// Cached outcomes of canonical solutions (records of other programs are ignored).
+    pub fn load(&self) -> GroundTruth {
+        GroundTruth::from_records(
+            read_journal(&self.path, &self.key)
+                .into_iter()
+                .filter(|r| r.id.program == Program::GroundTruth),
+        )
+    }
+
+    /// Drops the cached entries of `task_ids` (a re-check of just those), keeping the rest.
+    /// Returns the outcomes dropped, whose timings still order the re-run.
+    pub fn forget(&self, task_ids: &[&str]) -> anyhow::Result<GroundTruth> {
+        let records = read_journal(&self.path, &self.key);
+        let (dropped, kept): (Vec<_>, Vec<_>) = records
+            .into_iter()
+            .partition(|r| task_ids.contains(&r.id.task_id.as_str()));
+        if dropped.is_empty() {
+            return Ok(GroundTruth::none());
+        }
+        let mut text = serde_json::to_vec(&self.header())?;
+        text.push(b'\n');
+        for r in &kept {
+            text.extend(serde_json::to_vec(r)?);
+            text.push(b'\n');
+        }
+        bcb_pyjson::write_atomic(&self.path, &text)
+            .with_context(|| format!("cannot rewrite {}", self.path.display()))?;
+        Ok(GroundTruth::from_records(dropped))
+    }
 }
 
 /// A one-line reason for a failed canonical solution, from its details.
-pub fn failure_summary(entry: &GtEntry) -> String {
-    if entry.status == Status::Timeout {
+pub fn failure_summary(outcome: &Outcome) -> String {
+    if outcome.status == Status::Timeout {
         return "timeout".into();
     }
-    let Some((name, trace)) = entry.details.iter().next() else {
-        return entry.status.as_str().into();
+    let Some((name, trace)) = outcome.details.iter().next() else {
+        return outcome.status.as_str().into();
     };
-    let mut line = format!(
-        "{name}: {}",
-        trace_reason(trace.as_str().unwrap_or_default())
-    );
+    let mut line = format!("{name}: {}", trace_reason(trace));
     if line.len() > 160 {
         let cut = (0..=157)
             .rev()

@@ -1,14 +1,19 @@
-//! Evaluation orchestration: ground truth, per-sample limits, resumable runs, and the
-//! upstream result files (`*_eval_results.json`, `*_pass_at_k.json`).
+//! Evaluation: the plan (which programs run, with which limits), the session that runs
+//! ground truth then samples through an executor and emits typed [`Event`]s, and the
+//! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
 
+pub mod event;
 pub mod ground_truth;
-mod journaled;
+pub mod journal;
 pub mod limits;
 pub mod passk;
-pub mod progress;
+pub mod plan;
+mod priors;
 pub mod results;
-pub mod run;
+pub mod session;
 
-pub use ground_truth::{GroundTruth, GtEntry, GtOptions};
-pub use progress::Progress;
-pub use run::{evaluate_samples, EvalOptions, EvalReport, PreparedSamples};
+pub use event::{Event, Phase, RunReport, Sink};
+pub use ground_truth::{GroundTruth, GtCache};
+pub use plan::{Samples, Settings, Shard};
+pub use results::{EvalResults, PassAtK, SampleResult};
+pub use session::{GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};

@@ -1,8 +1,10 @@
-//! The two upstream output files: `*_eval_results.json` and `*_pass_at_k.json`.
+//! The two upstream output files, typed: `*_eval_results.json` and `*_pass_at_k.json`.
 
 use std::path::Path;
 
 use anyhow::Context;
+use bcb_execute::{Details, Status};
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -12,8 +14,8 @@ pub struct SampleResult {
     pub task_id: String,
     /// The executed code (calibration prefix included).
     pub solution: String,
-    pub status: String,
-    pub details: Map<String, Value>,
+    pub status: Status,
+    pub details: Details,
 }
 
 /// `{"date": "YYYY-MM-DD HH:MM", "eval": {task_id: [SampleResult, ...]}}`.
@@ -21,26 +23,28 @@ pub struct SampleResult {
 pub struct EvalResults {
     pub date: String,
     /// Task id -> results in completion-index order (tasks in dataset order).
-    pub eval: Map<String, Value>,
+    pub eval: IndexMap<String, Vec<SampleResult>>,
 }
 
 impl EvalResults {
     pub fn new(date: String) -> Self {
         EvalResults {
             date,
-            eval: Map::new(),
+            eval: IndexMap::new(),
         }
+    }
+
+    /// Today's date as upstream stamps it.
+    pub fn now() -> Self {
+        EvalResults::new(chrono::Local::now().format("%Y-%m-%d %H:%M").to_string())
     }
 
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut value: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON", path.display()))?;
-        compat_rename_files_key(&mut value);
-        serde_json::from_value(value).with_context(|| {
+        serde_json::from_str(&text).with_context(|| {
             format!(
-                "{} is not an eval-results file (expected {{\"date\", \"eval\"}})",
+                "{} is not an eval-results file (expected {{\"date\", \"eval\": {{task_id: [{{task_id, solution, status, details}}]}}}})",
                 path.display()
             )
         })
@@ -51,57 +55,42 @@ impl EvalResults {
         task_ids
             .into_iter()
             .filter_map(|id| self.eval.get(id))
-            .map(|v| {
-                let list = v.as_array().map(Vec::as_slice).unwrap_or_default();
-                let passed = list
-                    .iter()
-                    .filter(|r| r.get("status").and_then(Value::as_str) == Some("pass"))
-                    .count();
+            .map(|list| {
+                let passed = list.iter().filter(|r| r.status.is_pass()).count();
                 (list.len() as u64, passed as u64)
             })
             .collect()
     }
 }
 
-/// The original renames a legacy `files` list to `nfiles` (its length) when it reads old results.
-fn compat_rename_files_key(value: &mut Value) {
-    let Some(eval) = value.get_mut("eval").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for task_results in eval.values_mut() {
-        if let Some(obj) = task_results.as_object_mut() {
-            if !obj.contains_key("nfiles") {
-                if let Some(files) = obj.remove("files") {
-                    let n = files.as_array().map_or(0, Vec::len);
-                    obj.insert("nfiles".into(), n.into());
-                }
-            }
-        }
-    }
+/// The `*_pass_at_k.json` content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassAtK {
+    /// `(k, mean pass@k)` for each k that every task has enough samples for.
+    pub values: Vec<(u64, f64)>,
+    pub model: String,
+    pub split: String,
+    pub subset: String,
+    pub calibrated: bool,
+    pub gt_pass_rate: f64,
+    pub failed_tasks: Vec<String>,
 }
 
-/// Builds the pass@k object with upstream's key order.
-#[allow(clippy::too_many_arguments)]
-pub fn pass_at_k_json(
-    pass_at_k: &[(u64, f64)],
-    model: &str,
-    split: &str,
-    subset: &str,
-    calibrated: bool,
-    gt_pass_rate: f64,
-    failed_tasks: &[String],
-) -> Map<String, Value> {
-    let mut m = Map::new();
-    for (k, v) in pass_at_k {
-        m.insert(format!("pass@{k}"), Value::from(*v));
+impl PassAtK {
+    /// The JSON object with upstream's key order: `pass@k`..., then the run's description.
+    pub fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        for (k, v) in &self.values {
+            m.insert(format!("pass@{k}"), Value::from(*v));
+        }
+        m.insert("model".into(), self.model.clone().into());
+        m.insert("split".into(), self.split.clone().into());
+        m.insert("subset".into(), self.subset.clone().into());
+        m.insert("calibrated".into(), self.calibrated.into());
+        m.insert("gt_pass_rate".into(), Value::from(self.gt_pass_rate));
+        m.insert("failed_tasks".into(), self.failed_tasks.clone().into());
+        m
     }
-    m.insert("model".into(), model.into());
-    m.insert("split".into(), split.into());
-    m.insert("subset".into(), subset.into());
-    m.insert("calibrated".into(), calibrated.into());
-    m.insert("gt_pass_rate".into(), Value::from(gt_pass_rate));
-    m.insert("failed_tasks".into(), failed_tasks.into());
-    m
 }
 
 /// Upstream's model name: the samples file's base name up to `--bigcodebench-`.
@@ -130,9 +119,11 @@ mod tests {
     }
 
     #[test]
-    fn legacy_files_key_is_renamed() {
-        let mut v = serde_json::json!({"date": "d", "eval": {"t": {"files": [1, 2, 3]}}});
-        compat_rename_files_key(&mut v);
-        assert_eq!(v["eval"]["t"]["nfiles"], 3);
+    fn results_files_round_trip() {
+        let text = r#"{"date": "2025-01-01 10:00", "eval": {"BigCodeBench/1": [{"task_id": "BigCodeBench/1", "solution": "x", "status": "fail", "details": {"test_a": "tb", "ALL": "e"}}]}}"#;
+        let r: EvalResults = serde_json::from_str(text).unwrap();
+        assert_eq!(r.counts(["BigCodeBench/1"]), [(1, 0)]);
+        let back = bcb_pyjson::to_line(&r).unwrap();
+        assert_eq!(String::from_utf8(back).unwrap(), text);
     }
 }

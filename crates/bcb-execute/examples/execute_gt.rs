@@ -3,12 +3,13 @@
 //!
 //! usage: execute_gt <pool|process> <full|hard> [parallel] [task ids or numbers...]
 //! env: BCB_PYTHON (eval interpreter), BCB_DATASET_DIR (dataset files)
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark tool: it prints
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bcb_dataset::{DatasetSpec, Subset};
-use bcb_execute::{executor_for, ExecConfig, Job, Limits};
+use bcb_execute::{executor_for, ExecConfig, Job, JobId, Limits, Program};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,8 +24,11 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let only: Vec<String> = args.iter().skip(3).cloned().collect();
-    let python = std::env::var("BCB_PYTHON")
-        .unwrap_or_else(|_| "/root/.cache/bcb/eval-env-py311/bin/python".into());
+    let python = std::env::var_os("BCB_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            bcb_execute::local::env::env_python(&bcb_execute::local::env::default_env_dir())
+        });
     let dataset = DatasetSpec::new(subset, None).load()?;
     let time_limit: f64 = std::env::var("BCB_TIME_LIMIT")
         .ok()
@@ -39,15 +43,16 @@ fn main() -> anyhow::Result<()> {
                     .iter()
                     .any(|o| t.task_id == *o || t.task_id == format!("BigCodeBench/{o}"))
         })
-        .enumerate()
-        .map(|(key, t)| Job {
-            key,
-            task_id: t.task_id.clone(),
-            code: format!("{}\n{}", t.complete_prompt, t.canonical_solution),
-            test: t.test.clone(),
-            entry_point: t.entry_point.clone(),
-            time_limit: Duration::from_secs_f64(time_limit),
-            expected_secs: None,
+        .map(|t| {
+            let code = format!("{}\n{}", t.complete_prompt, t.canonical_solution);
+            Job {
+                id: JobId::new(&t.task_id, Program::GroundTruth, &code),
+                code,
+                test: t.test.clone(),
+                entry_point: t.entry_point.clone(),
+                time_limit: Duration::from_secs_f64(time_limit),
+                expected_secs: None,
+            }
         })
         .collect();
     // Longest first when a timing file from an earlier run is given.
@@ -55,12 +60,12 @@ fn main() -> anyhow::Result<()> {
         let text = std::fs::read_to_string(&path)?;
         let times: std::collections::HashMap<String, f64> = serde_json::from_str(&text)?;
         for j in &mut jobs {
-            j.expected_secs = times.get(&j.task_id).copied();
+            j.expected_secs = times.get(j.task_id()).copied();
         }
         jobs.sort_by(|a, b| b.expected_secs.partial_cmp(&a.expected_secs).unwrap());
     }
     let cfg = ExecConfig {
-        python: python.into(),
+        python,
         parallel,
         limits: Limits::default(),
     };
@@ -72,10 +77,17 @@ fn main() -> anyhow::Result<()> {
     let n = jobs.len();
     let results = Mutex::new(Vec::new());
     exec.run(jobs, &|job, out| {
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("{}: no verdict: {e}", job.id);
+                return std::ops::ControlFlow::Continue(());
+            }
+        };
         let line = serde_json::json!({
-            "task_id": job.task_id, "status": out.status.as_str(), "test_secs": out.test_secs,
+            "task_id": job.task_id(), "status": out.status.as_str(), "test_secs": out.test_secs,
             "wall_secs": out.wall_secs, "note": out.note,
-            "details": out.details.keys().collect::<Vec<_>>(),
+            "details": out.details.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         });
         if std::env::var_os("BCB_SHOW_DETAILS").is_some() {
             eprintln!(
@@ -88,6 +100,7 @@ fn main() -> anyhow::Result<()> {
             .lock()
             .unwrap()
             .push((out.status, out.test_secs, out.wall_secs));
+        std::ops::ControlFlow::Continue(())
     })?;
     let wall = start.elapsed().as_secs_f64();
     let r = results.into_inner().unwrap();

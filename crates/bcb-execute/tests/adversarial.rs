@@ -1,19 +1,17 @@
 //! Hostile samples, run through both executors with the host's full isolation and with the
 //! degraded (no namespaces) level: each must end as fail/timeout within its limit, leave no
 //! process behind and write nothing outside its own directory.
-// Tests report what each probe saw: printing is their output, not a library's.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 mod common;
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
 
-use bcb_execute::{executor_with, host_isolation, landlock_abi, Isolation, Job, Outcome, Status};
+use bcb_execute::{executor_with, host_isolation, landlock_abi, Isolation, Job, Status};
 use common::*;
 
 const SECRET_VAR: &str = "BCB_ADVERSARIAL_TEST_API_KEY";
@@ -174,13 +172,8 @@ fn adversarial(kind: &str, iso: Isolation, label: &str) {
     let grace = cfg.limits.kill_grace.as_secs_f64();
     let exec = executor_with(kind, cfg, iso).expect("executor");
     eprintln!("{label}: {:?}", exec.protections());
-    let out = std::sync::Mutex::new(HashMap::<usize, Outcome>::new());
-    exec.run(jobs, &|job, o| {
-        out.lock().unwrap().insert(job.key, o);
-    })
-    .unwrap();
+    let out = run_on(exec.as_ref(), jobs);
     drop(exec);
-    let out = out.into_inner().unwrap();
     let mut problems = Vec::new();
     for (i, c) in all.iter().enumerate() {
         let o = &out[&i];

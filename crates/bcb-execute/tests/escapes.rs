@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
@@ -44,12 +43,7 @@ fn run_with(kind: &str, iso: Isolation, codes: &[String], parallel: usize) -> Ve
         .map(|(i, c)| job(i, "escape", c, CONTAINED_TEST, LIMIT))
         .collect();
     let exec = executor_with(kind, config(py, parallel), iso).expect("executor");
-    let out = std::sync::Mutex::new(HashMap::new());
-    exec.run(jobs, &|job, o| {
-        out.lock().unwrap().insert(job.key, o);
-    })
-    .unwrap();
-    let mut out = out.into_inner().unwrap();
+    let mut out = run_on(exec.as_ref(), jobs);
     (0..codes.len()).map(|i| out.remove(&i).unwrap()).collect()
 }
 
@@ -296,12 +290,7 @@ fn escape_7_forged_pass_is_caught_at_run_time() {
             .map(|(i, (name, code))| job(i, name, code, FORGE_TEST, LIMIT))
             .collect();
         let exec = executor_with(kind, config(py.clone(), 2), host_isolation()).unwrap();
-        let out = std::sync::Mutex::new(HashMap::new());
-        exec.run(jobs, &|job, o| {
-            out.lock().unwrap().insert(job.key, o);
-        })
-        .unwrap();
-        let out = out.into_inner().unwrap();
+        let out = run_on(exec.as_ref(), jobs);
         let forged: Vec<&str> = all
             .iter()
             .enumerate()
@@ -440,14 +429,12 @@ fn escapes_degraded_fallback_still_blocks_writes_fds_and_forgeries() {
             .collect();
         let exec =
             executor_with(kind, config(python().unwrap(), 2), Isolation::degraded()).unwrap();
-        let passed = std::sync::Mutex::new(Vec::new());
-        exec.run(forged, &|job, o| {
-            if o.status == Status::Pass {
-                passed.lock().unwrap().push(job.task_id);
-            }
-        })
-        .unwrap();
-        let passed = passed.into_inner().unwrap();
+        let out = run_on(exec.as_ref(), forged);
+        let names = forgeries();
+        let passed: Vec<&str> = (0..names.len())
+            .filter(|i| out[i].status == Status::Pass)
+            .map(|i| names[i].0)
+            .collect();
         assert!(
             passed.is_empty(),
             "{kind} degraded: forged passes {passed:?}"

@@ -70,7 +70,7 @@ fn semantics(kind: &str) {
         name.starts_with("test_"),
         "details key is the test method: {name}"
     );
-    let trace = trace.as_str().unwrap();
+    let trace: &str = trace;
     assert!(
         trace.starts_with("Traceback (most recent call last):"),
         "{trace}"
@@ -80,13 +80,13 @@ fn semantics(kind: &str) {
     let o = &out[&11];
     assert_eq!(o.status, Status::Fail);
     assert_eq!(o.details.len(), 1);
-    assert_eq!(o.details["ALL"], "boom at import");
+    assert_eq!(o.details.module_error(), Some("boom at import"));
 
     let o = &out[&12];
     assert_eq!(o.status, Status::Fail);
     let want = syntax_error_text(&py, &format!("{bad}\n{}", t1.test));
     assert!(want.contains("__test__.py, line 1"), "{want}");
-    assert_eq!(o.details["ALL"], want.as_str());
+    assert_eq!(o.details.module_error(), Some(want.as_str()));
 
     let o = &out[&13];
     assert_eq!(o.status, Status::Timeout, "{o:?}");

@@ -9,7 +9,7 @@ mod naming;
 mod read;
 
 pub use journal::JsonlAppender;
-pub use naming::{eval_results_path, pass_at_k_path, sanitized_path};
+pub use naming::{eval_results_path, pass_at_k_path};
 pub use read::{read_samples, Origin, Sample, SampleBody};
 
 use std::path::PathBuf;

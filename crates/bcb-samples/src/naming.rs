@@ -21,18 +21,6 @@ pub fn pass_at_k_path(eval_results: &Path) -> PathBuf {
     )
 }
 
-/// `bcb sanitize` output: `X-sanitized.jsonl` or `X-sanitized-calibrated.jsonl`.
-pub fn sanitized_path(samples: &Path, calibrate: bool) -> PathBuf {
-    let suffix = if calibrate {
-        "-sanitized-calibrated.jsonl"
-    } else {
-        "-sanitized.jsonl"
-    };
-    let s = samples.to_string_lossy();
-    let stem = s.strip_suffix(".jsonl").unwrap_or(&s);
-    PathBuf::from(format!("{stem}{suffix}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,14 +38,6 @@ mod tests {
         assert_eq!(
             pass_at_k_path(&e),
             Path::new("r/m--main--bigcodebench-hard-instruct--openai-0-1-sanitized_calibrated_pass_at_k.json")
-        );
-        assert_eq!(
-            sanitized_path(Path::new("a/x.jsonl"), true),
-            Path::new("a/x-sanitized-calibrated.jsonl")
-        );
-        assert_eq!(
-            sanitized_path(Path::new("a/x.jsonl"), false),
-            Path::new("a/x-sanitized.jsonl")
         );
     }
 }

@@ -3,6 +3,7 @@
 //!                                      {"code", "entry"} per line, plus OUT.samples.jsonl
 //!                                      ({"task_id", "solution"}) for `bcb sanitize`
 //!   sanitize_bench time IN.jsonl       sanitize every answer on one thread; prints seconds
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 #[path = "../tests/common/answers.rs"]
 mod answers;

@@ -5,6 +5,7 @@
 //! The original runs in a venv made by `.ci/setup-sanitize.sh` (found via
 //! `BCB_UPSTREAM_PYTHON`, else created by running that script). Where neither works the test
 //! prints why and passes as skipped, unless `BCB_REQUIRE_UPSTREAM=1`, where it fails.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 mod common;
 
@@ -17,14 +18,11 @@ use common::answers::{answers, dataset_file, load_tasks};
 const ANSWERS: usize = 800;
 
 fn require() -> bool {
-    std::env::var("BCB_REQUIRE_UPSTREAM").is_ok_and(|v| v == "1")
+    bcb_testkit::Need::Upstream.required()
 }
 
 fn skip(why: &str) {
-    if require() {
-        panic!("BCB_REQUIRE_UPSTREAM=1 but {why}");
-    }
-    eprintln!("SKIPPED differential test against the original sanitizer: {why}");
+    bcb_testkit::missing(bcb_testkit::Need::Upstream, why);
 }
 
 fn workspace_root() -> PathBuf {

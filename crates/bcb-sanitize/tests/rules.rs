@@ -1,5 +1,6 @@
 //! The sanitizer's rules on hand-written answers (expected outputs checked against the
 //! original sanitizer 0.2.5), and the fast span search against the original's cubic one.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 
 mod common;
 

@@ -1,16 +1,20 @@
-//! `bcb evaluate`: ground truth, then every sample against its task's tests, then pass@k.
+//! `bcb evaluate`: maps the flags onto a plan, an executor and sinks; the session does the
+//! rest (ground truth, then every sample against its task's tests, then pass@k).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bcb_dataset::Split;
-use bcb_eval::{ground_truth, EvalOptions, GroundTruth, GtOptions, Progress};
-use bcb_execute::{ExecConfig, Limits};
+use bcb_eval::plan::samples_journal_key;
+use bcb_eval::{GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings};
+use bcb_execute::local::env as pyenv;
+use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
+use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks};
 use clap::builder::BoolishValueParser;
 
 use crate::common::DatasetArgs;
-use bcb_execute::local::env as pyenv;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -27,7 +31,7 @@ pub struct Args {
     pub execution: String,
     /// Local executor: `pool` (pre-warmed, sandboxed) or `process` (fresh process per sample).
     #[arg(long, default_value = "pool", env = "BCB_EXECUTOR")]
-    pub executor: String,
+    pub executor: LocalKind,
     /// Only these tasks: comma-separated ids (`BigCodeBench/1,BigCodeBench/2` or `1,2`).
     #[arg(
         long,
@@ -37,8 +41,8 @@ pub struct Args {
     )]
     pub ids: String,
     /// Which pass@k to report (only k <= the fewest samples of any task are written).
-    #[arg(long, default_value = "1,5,10")]
-    pub pass_k: String,
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pass_k: Vec<u64>,
     /// Write `*_pass_at_k.json`.
     #[arg(long, value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub save_pass_rate: bool,
@@ -95,7 +99,14 @@ pub struct Args {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-    /// With --model: generate (and sanitize) only, do not execute.
+    /// Seconds between progress lines when stderr is not a terminal (logs, CI, nohup).
+    #[arg(long, default_value_t = 30.0)]
+    pub progress_interval: f64,
+    /// Further attempts for jobs that got no verdict (harness crash, lost worker) before the
+    /// run stops; delays double from 1 s.
+    #[arg(long, default_value_t = 4)]
+    pub exec_retries: usize,
+    /// Check the inputs (and with --model generate and sanitize) but execute nothing.
     #[arg(long)]
     pub no_execute: bool,
     /// Without --samples: generate them first with these model flags (as the original does).
@@ -106,202 +117,139 @@ pub struct Args {
     pub generation: super::generate::ModelArgs,
 }
 
-fn parse_ids(s: &str) -> Vec<String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            if s.chars().all(|c| c.is_ascii_digit()) {
-                format!("BigCodeBench/{s}")
-            } else {
-                s.to_string()
-            }
-        })
-        .collect()
-}
+impl Args {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_as_mb: self.max_as_limit,
+            max_data_mb: self.max_data_limit,
+            max_stack_mb: self.max_stack_limit,
+            memory_mb: self.memory_limit,
+            max_processes: self.max_processes,
+            output_cap_bytes: self.output_cap,
+            kill_grace: Duration::from_secs_f64(self.kill_grace.max(0.0)),
+        }
+    }
 
-fn parse_pass_k(s: &str) -> anyhow::Result<Vec<u64>> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|k| match k.parse::<u64>() {
-            Ok(v) if v > 0 => Ok(v),
-            _ => bail!("--pass-k: `{k}` is not a positive integer (expected e.g. 1,5,10)"),
-        })
-        .collect()
+    fn parallel(&self) -> usize {
+        match usize::try_from(self.parallel) {
+            Ok(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
+    fn progress(&self) -> ProgressMode {
+        match self.quiet {
+            true => ProgressMode::Off,
+            false => ProgressMode::Auto {
+                interval: Duration::from_secs_f64(self.progress_interval.max(1.0)),
+            },
+        }
+    }
+
+    fn gt_mode(&self) -> GtMode {
+        match (self.check_gt_only, self.no_gt) {
+            (true, _) => GtMode::Recheck,
+            (false, true) => GtMode::Skip,
+            (false, false) => GtMode::Use,
+        }
+    }
+
+    /// The samples to evaluate: `--samples`, or generated first with `--model` (as the
+    /// original does, for the selected tasks only); checked before anything runs.
+    fn samples(
+        &self,
+        ds: &bcb_dataset::Dataset,
+        calibrated: bool,
+    ) -> anyhow::Result<Option<Samples>> {
+        if self.check_gt_only {
+            return Ok(None);
+        }
+        let path = match (&self.samples, &self.generation.model) {
+            (Some(path), _) if path.is_file() && !path.to_string_lossy().ends_with(".jsonl") => {
+                bail!("samples file {} must end in .jsonl (or be a directory)", path.display())
+            }
+            (Some(path), _) => path.clone(),
+            (None, Some(_)) => {
+                let path = bcb_generate::generate_samples(&self.generation.options(self.split, ds.subset)?, ds)?;
+                eprintln!("samples: {}", path.display());
+                path
+            }
+            (None, None) => bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)"),
+        };
+        Ok(Some(Samples::read(ds, &path, calibrated)?))
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.execution != "local" {
-        bail!(
-            "--execution {}: only `local` is available in this version; run without it to evaluate on this machine",
-            args.execution
-        );
-    }
+    let spec = match args.execution.as_str() {
+        "local" => ExecutorSpec::Local(args.executor),
+        other => bail!("--execution {other}: only `local` is available in this version\nhint: run without --execution to evaluate on this machine"),
+    };
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
-    let pass_k = parse_pass_k(&args.pass_k)?;
-    let generate = args.samples.is_none() && !args.check_gt_only && args.generation.model.is_some();
-    if args.samples.is_none() && !args.check_gt_only && !generate {
-        bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)");
-    }
-    if let Some(s) = &args.samples {
-        if !s.exists() {
-            bail!("samples {} do not exist", s.display());
-        }
-        if s.is_file() && !s.to_string_lossy().ends_with(".jsonl") {
-            bail!(
-                "samples file {} must end in .jsonl (or be a directory)",
-                s.display()
-            );
-        }
-    }
-    let progress = Progress::new(!args.quiet);
     let mut ds = args.dataset.spec().load()?;
-    let ids = parse_ids(&args.ids);
+    let ids = bcb_dataset::parse_task_ids(&args.ids);
     if !ids.is_empty() {
         ds.retain_ids(&ids)?;
     }
-    // As the original: without --samples, generate them first (only for the selected tasks).
-    let samples = if generate {
-        let opts = args.generation.options(args.split, ds.subset)?;
-        let path = bcb_generate::generate_samples(&opts, &ds)?;
-        eprintln!("samples: {}", path.display());
-        if args.no_execute {
-            println!("{}", path.display());
-            return Ok(ExitCode::SUCCESS);
+    let samples = args.samples(&ds, calibrated)?;
+    if args.no_execute {
+        if let Some(s) = &samples {
+            println!("{}", s.path.display());
         }
-        Some(path)
-    } else {
-        args.samples.clone()
-    };
-    // Read and check the samples before starting anything expensive.
-    let prepared = match &samples {
-        Some(path) => Some(bcb_eval::PreparedSamples::read(&ds, path, calibrated)?),
-        None => None,
-    };
+        return Ok(ExitCode::SUCCESS);
+    }
     let python = pyenv::resolve_python(args.python.as_deref())?;
-    let parallel = if args.parallel < 1 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        args.parallel as usize
+    let settings = Settings {
+        split: args.split,
+        calibrated,
+        min_time_limit: args.min_time_limit,
+        base_timeout: args.timeout,
+        limits: args.limits(),
+        runtime: pyenv::runtime_key(&python),
     };
     let config = ExecConfig {
         python,
-        parallel,
-        limits: Limits {
-            max_as_mb: args.max_as_limit,
-            max_data_mb: args.max_data_limit,
-            max_stack_mb: args.max_stack_limit,
-            memory_mb: args.memory_limit,
-            max_processes: args.max_processes,
-            output_cap_bytes: args.output_cap,
-            kill_grace: std::time::Duration::from_secs_f64(args.kill_grace.max(0.0)),
-        },
+        parallel: args.parallel(),
+        limits: settings.limits.clone(),
     };
-    let executor = bcb_execute::executor_for(&args.executor, config)
-        .with_context(|| format!("cannot start the `{}` executor", args.executor))?;
-    if !args.quiet {
-        eprintln!(
-            "{} {} tasks ({} {}), executor {} x{parallel}: {}",
-            if args.check_gt_only {
-                "checking"
-            } else {
-                "evaluating"
-            },
-            ds.len(),
-            ds.subset,
-            ds.version,
-            executor.name(),
-            executor.protections().join(", ")
-        );
-    }
-
-    let task_ids: Vec<&str> = ds.tasks().iter().map(|t| t.task_id.as_str()).collect();
-    let gt = if args.no_gt && !args.check_gt_only {
-        GroundTruth::none()
-    } else {
-        let cache_file = ground_truth::cache_path(&bcb_dataset::cache_dir(), &ds);
-        ground_truth::ensure(
-            &ds,
-            executor.as_ref(),
-            &GtOptions {
-                cache_file,
-                recompute: args.check_gt_only,
-                min_time_limit: args.min_time_limit,
-                base_timeout: args.timeout,
-                progress: &progress,
-            },
-        )?
-    };
-    let title = format!(
-        "BigCodeBench-{} ({})",
-        capitalize(args.split.as_str()),
-        capitalize(ds.subset.as_str())
-    );
-    if args.check_gt_only {
-        print_gt(&gt, &task_ids);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let prepared = prepared.expect("samples are required unless --check-gt-only");
-    let report = bcb_eval::evaluate_samples(
-        &ds,
-        &prepared,
-        executor.as_ref(),
-        &gt,
-        &EvalOptions {
-            split: args.split,
-            calibrated,
-            pass_k,
-            min_time_limit: args.min_time_limit,
-            base_timeout: args.timeout,
+    let executor = spec
+        .build(config)
+        .with_context(|| format!("cannot start the {spec} executor"))?;
+    let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
+    let sinks = bcb_sinks::standard(StandardSinks {
+        gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
+        samples: samples
+            .as_ref()
+            .map(|s| (s.path.as_path(), samples_journal_key(s, &settings))),
+        progress: args.progress(),
+        save_pass_rate,
+        force: args.force,
+        console: Some(ConsoleSummary::new(
+            Box::new(std::io::stdout()),
+            args.split.as_str(),
+            ds.subset.as_str(),
+            args.check_gt_only,
+            args.no_gt,
+            save_pass_rate,
+        )),
+    });
+    let request = Request {
+        gt: args.gt_mode(),
+        samples,
+        run: SampleRun {
+            pass_k: args.pass_k.clone(),
             no_gt: args.no_gt,
             force: args.force,
-            progress: &progress,
         },
-    )?;
-    println!("{title}");
-    if args.no_gt {
-        println!("Groundtruth is not checked");
-    } else {
-        print_gt(&gt, &task_ids);
-    }
-    for (k, v) in &report.pass_at_k {
-        if k.starts_with("pass@") {
-            println!("{k}:\t{:.3}", v.as_f64().unwrap_or(0.0));
-        }
-    }
-    println!("results: {}", report.results_path.display());
-    if save_pass_rate {
-        println!("pass@k:  {}", report.pass_at_k_path.display());
-    } else {
-        std::fs::remove_file(&report.pass_at_k_path).ok();
-    }
+        parallel: args.parallel(),
+    };
+    let retry = RetryPolicy {
+        retries: args.exec_retries,
+        ..Default::default()
+    };
+    Session::new(&ds, executor.as_ref(), &settings, sinks)
+        .with_retry(retry)
+        .run(&gt_cache, &request)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_gt(gt: &GroundTruth, task_ids: &[&str]) {
-    let rate = gt.pass_rate(task_ids.iter().copied());
-    println!("Groundtruth pass rate: {rate:.3}");
-    if rate <= 0.99 {
-        println!("Please be cautious!");
-    }
-    let failed = gt.failed(task_ids.iter().copied());
-    if !failed.is_empty() {
-        println!("Failed tasks ({}):", failed.len());
-        for id in &failed {
-            let why = gt
-                .entry(id)
-                .map(ground_truth::failure_summary)
-                .unwrap_or_else(|| "not run".into());
-            println!("  {id}: {why}");
-        }
-    }
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }

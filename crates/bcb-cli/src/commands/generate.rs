@@ -259,19 +259,6 @@ fn parse_id_range(s: &str) -> anyhow::Result<(usize, usize)> {
     Ok((lo, hi))
 }
 
-#[allow(dead_code)] // called by `bcb evaluate` once it generates before evaluating
-/// Generates for `bcb evaluate` and returns the samples file (errors if any task lacks samples).
-pub fn generate_for_evaluate(
-    dataset: &DatasetArgs,
-    split: Split,
-    model: &ModelArgs,
-) -> anyhow::Result<PathBuf> {
-    let spec = dataset.spec();
-    let ds = spec.load()?;
-    let opts = model.options(split, dataset.subset)?;
-    bcb_generate::generate_samples(&opts, &ds)
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = args.model.options(args.split, args.dataset.subset)?;
     let ds = args.dataset.spec().load()?;

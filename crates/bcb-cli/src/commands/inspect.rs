@@ -8,8 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bcb_dataset::Split;
-use bcb_eval::results::EvalResults;
-use serde_json::Value;
+use bcb_eval::results::{EvalResults, SampleResult};
 
 use crate::common::DatasetArgs;
 
@@ -59,10 +58,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let Some(task) = ds.get(task_id) else {
             continue;
         };
-        let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
         total_tasks += 1;
-        let status = |r: &Value| r["status"].as_str().unwrap_or("?").to_string();
-        if list.iter().all(|r| status(r) == "pass") {
+        let status = |r: &SampleResult| r.status.as_str().to_string();
+        if list.iter().all(|r| r.status.is_pass()) {
             passed_tasks += 1;
             continue;
         }
@@ -76,14 +74,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write(&dir.join("test_case.py"), &task.test)?;
         let mut first_error = String::new();
         for (i, r) in list.iter().enumerate() {
-            write(
-                &dir.join(format!("completion_{i}.py")),
-                r["solution"].as_str().unwrap_or(""),
-            )?;
+            write(&dir.join(format!("completion_{i}.py")), &r.solution)?;
             let mut trace = String::new();
-            if let Some(details) = r["details"].as_object() {
-                for (test, tb) in details {
-                    let tb = tb.as_str().unwrap_or("");
+            {
+                for (test, tb) in r.details.iter() {
                     trace.push_str(&format!("Test Case: {test}\n\n{tb}{}\n", "=".repeat(50)));
                     if first_error.is_empty() {
                         let last = tb
@@ -101,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &trace,
             )?;
         }
-        let passed = list.iter().filter(|r| status(r) == "pass").count();
+        let passed = list.iter().filter(|r| r.status.is_pass()).count();
         let statuses: Vec<String> = list.iter().map(status).collect();
         let first_error: String = first_error.replace('|', "\\|").chars().take(140).collect();
         writeln!(

@@ -13,28 +13,14 @@ pub struct Env {
 }
 
 /// The real dataset and Python env, or `None` (with a message) when they are not set up.
-/// With `BCB_REQUIRE_PYTHON=1` (CI) a missing dependency fails the test instead.
+/// With `BCB_REQUIRE_PYTHON=1` / `BCB_REQUIRE_DATA=1` (CI) a missing one fails the test.
 pub fn env() -> Option<Env> {
-    let required = std::env::var("BCB_REQUIRE_PYTHON").is_ok_and(|v| v == "1");
-    let python = std::env::var_os("BCB_PYTHON").map(PathBuf::from);
-    let dataset_dir = std::env::var_os("BCB_DATASET_DIR").map(PathBuf::from);
-    match (python, dataset_dir) {
-        (Some(p), Some(d)) if p.exists() && d.is_dir() => Some(Env {
-            python: p,
-            dataset_dir: d,
-            cache: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
-        }),
-        _ if required => {
-            panic!("BCB_PYTHON and BCB_DATASET_DIR must point at the eval env and dataset")
-        }
-        _ => {
-            eprintln!(
-                "SKIP: set BCB_PYTHON (eval env python) and BCB_DATASET_DIR to run this test"
-            );
-            None
-        }
-    }
+    Some(Env {
+        python: bcb_testkit::python()?,
+        dataset_dir: bcb_testkit::dataset_dir()?,
+        cache: tempfile::tempdir().unwrap(),
+        work: tempfile::tempdir().unwrap(),
+    })
 }
 
 impl Env {

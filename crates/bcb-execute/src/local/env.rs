@@ -54,7 +54,7 @@ pub fn resolve_python(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     )
 }
 
-fn lock_digest() -> String {
+pub fn lock_digest() -> String {
     hex::encode(&sha2::Sha256::digest(LOCK_PY311.as_bytes())[..16])
 }
 
@@ -188,4 +188,15 @@ print(json.dumps(missing))
         .unwrap_or("[]")
         .to_string();
     Ok(serde_json::from_str(&last).unwrap_or_default())
+}
+
+/// Identifies the environment verdicts come from, for cache keys: the lock of the managed env
+/// (or the interpreter's path when another one is used) and the harness that drives it.
+pub fn runtime_key(python: &Path) -> String {
+    let env = if python == env_python(&default_env_dir()) && is_current(&default_env_dir()) {
+        format!("lock:{}", lock_digest())
+    } else {
+        format!("python:{}", python.display())
+    };
+    format!("{env} harness:{}", super::slot::harness_digest())
 }

@@ -9,22 +9,22 @@
 # Used both as a long-lived pre-warmed pool slot (modules imported once, then forked) and as
 # a one-shot cold process (nothing preloaded), so both paths share the same isolation.
 #
-# Wire protocol (one JSON object per line; field names are what slot.rs reads and writes):
-#   fd 3, Rust -> supervisor:
-#     config (first line): {isolation: {userns, pidns, mountns, netns, ipcns, utsns, dropcaps,
-#         nproc_rlimit, uid_switch, landlock, seccomp_net}, limits: {..., kill_grace_secs,
-#         memory_rlimit_mb?, tmpfs_mb}, env: {NAME: value}, preload: [module], cgroups: [dir],
-#         workroot: dir, one_shot: bool, ro_paths?: [dir] (extra read-only binds)}
-#     job: {key, code, test, time_limit}        exit: {op: "exit"}
-#   fd 4, supervisor -> Rust:
-#     {event: "ready", pid, preload_secs, preload_failed: [text]}
-#     {event: "started", key, pid (null in a user namespace)}
-#     {event: "result", key, wall_secs, expected: [test name] | null, exit_code | signal,
-#      killed_at_deadline: bool, oom_killed?: true, integrity?: text,
-#      report?: {status: "pass"|"fail"|"timeout", details: {test: trace}, test_secs, ran: [test],
-#                skipped: n, integrity: text | null} | {harness_error: text}}
-#   Sample child -> supervisor (private pipes, never seen by Rust): the report, one line
-#   carrying the nonce the supervisor put into the child's key pipe after the fork.
+# Wire protocol (Rust side: src/local/wire.rs; change both together):
+#   fd 3, in:  {isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
+#               tmpfs_mb}, env, preload, cgroups, workroot, one_shot}   -- once, first
+#              {key, code, test, time_limit}                            -- one per job
+#              {op: "exit"}
+#   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
+#              {event: "started", key, pid}
+#              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
+#               killed_at_deadline, oom_killed?, integrity?, report?}
+#   report (written by the sample's process on its private channel, untrusted):
+#              {status, details, test_secs, ran, skipped, integrity?} or {harness_error}
+#   isolation also carries uid_switch (host root: the sample drops to uid/gid 65534); the
+#   config may carry ro_paths: [dir] (extra read-only binds into the sample's root).
+#   The report line carries the nonce the supervisor wrote into the child's key pipe after
+#   the fork (read by the child only after the tests); it is checked and dropped by the
+#   supervisor, never sent to Rust.
 
 import json
 import os
@@ -1307,7 +1307,8 @@ def run_job(job, cfg, pidns_fd):
             buf += data
     os.close(rfd)
     os.close(pidfd)
-    _, wstatus = os.waitpid(pid, 0)
+    # wait4: the child's rusage covers it and every descendant it waited for.
+    _, wstatus, usage = os.wait4(pid, 0)
     if pidns_fd is None:
         kill_orphans()  # with a PID namespace, its init's death already took everything
     wall = time.time() - t0
@@ -1315,7 +1316,7 @@ def run_job(job, cfg, pidns_fd):
         for name in os.listdir(base):
             if name.startswith("s-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-    msg = {"event": "result", "key": job["key"], "wall_secs": wall, "expected": expected}
+    msg = {"event": "result", "key": job["key"], "wall_secs": wall, "cpu_secs": usage.ru_utime + usage.ru_stime, "expected": expected}
     if os.WIFSIGNALED(wstatus):
         msg["signal"] = os.WTERMSIG(wstatus)
     else:

@@ -9,7 +9,10 @@ mod process;
 mod sandbox;
 mod schedule;
 mod slot;
+mod verdict;
+mod wire;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
 pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection};
+pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};

@@ -7,8 +7,9 @@ use anyhow::Result;
 use super::process::{run_cold, setup_failure, Base};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
-use super::slot::{slot_failure, verdict, Slot, SlotSpec, Verdict, PRELOAD};
-use crate::{ExecConfig, Executor, Job, Outcome};
+use super::slot::{Slot, SlotSpec, PRELOAD};
+use super::verdict::{read_result, slot_failure, Reading};
+use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
 /// Fresh slot after this many samples (bounds any slow drift in the supervisor).
 const RECYCLE_AFTER: usize = 400;
@@ -74,7 +75,7 @@ impl PoolExecutor {
         })
     }
 
-    fn step(&self, w: &mut Worker, job: &Job) -> Outcome {
+    fn step(&self, w: &mut Worker, job: &Job) -> Result<Outcome, ExecError> {
         if needs_cold_path(job) {
             return run_cold(&w.cold, job);
         }
@@ -96,17 +97,17 @@ impl PoolExecutor {
         }
         let slot = w.slot.as_mut().expect("slot present");
         match slot.run(job) {
-            Ok(msg) => match verdict(&msg, start.elapsed().as_secs_f64()) {
-                Verdict::Done(o) => o,
-                Verdict::Abnormal(first) => {
-                    let mut o = run_cold(&w.cold, job);
+            Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
+                Reading::Done(o) => Ok(o),
+                Reading::Abnormal(first) => {
+                    let mut o = run_cold(&w.cold, job)?;
                     let why = first.note.unwrap_or_default();
                     o.note = Some(match o.note {
                         Some(n) => format!("{n}; retried cold after: {why}"),
                         None => format!("retried cold after: {why}"),
                     });
                     o.wall_secs = start.elapsed().as_secs_f64();
-                    o
+                    Ok(o)
                 }
             },
             Err(f) => {
@@ -122,7 +123,7 @@ impl Executor for PoolExecutor {
         "pool"
     }
 
-    fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
+    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
         let make = |w: usize, primary: bool| self.worker(w, primary);
         let step = |state: &mut Result<Worker>, job: &Job| match state {
             Ok(w) => self.step(w, job),

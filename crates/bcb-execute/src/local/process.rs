@@ -5,12 +5,12 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde_json::{Map, Value};
 
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
-use super::slot::{sample_env, slot_failure, verdict, Slot, SlotSpec, Verdict, HARNESS};
-use crate::{ExecConfig, Executor, Job, Outcome, Status};
+use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
+use super::verdict::{read_result, slot_failure, Reading};
+use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
 /// What both executors share: config, probed isolation, environment, a private work root.
 pub(crate) struct Base {
@@ -123,34 +123,21 @@ fn warm_matplotlib_cache(python: &Path, env: &[(String, String)], dir: &Path) ->
     Ok(())
 }
 
-/// Runs one job in a fresh harness process; never panics, always an outcome.
-pub(crate) fn run_cold(spec: &SlotSpec, job: &Job) -> Outcome {
+/// Runs one job in a fresh harness process.
+pub(crate) fn run_cold(spec: &SlotSpec, job: &Job) -> Result<Outcome, ExecError> {
     let start = Instant::now();
-    let mut slot = match Slot::spawn(spec) {
-        Ok(s) => s,
-        Err(e) => {
-            let mut details = Map::new();
-            details.insert("ALL".into(), Value::String(format!("bcb: {e:#}")));
-            return Outcome {
-                status: Status::Fail,
-                details,
-                test_secs: None,
-                wall_secs: start.elapsed().as_secs_f64(),
-                note: Some(format!("harness failed to start: {e:#}")),
-            };
-        }
-    };
+    let mut slot = Slot::spawn(spec).map_err(|e| ExecError::transient(format!("{e:#}")))?;
     let out = match slot.run(job) {
-        Ok(msg) => match verdict(&msg, start.elapsed().as_secs_f64()) {
-            Verdict::Done(o) | Verdict::Abnormal(o) => o,
+        Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
+            Reading::Done(o) | Reading::Abnormal(o) => o,
         },
-        Err(f) => slot_failure(&f, start.elapsed().as_secs_f64()),
+        Err(f) => slot_failure(&f, start.elapsed().as_secs_f64())?,
     };
     drop(slot);
-    Outcome {
+    Ok(Outcome {
         wall_secs: start.elapsed().as_secs_f64(),
         ..out
-    }
+    })
 }
 
 /// One fresh Python process per sample, at most `parallel` at once.
@@ -176,7 +163,7 @@ impl Executor for ProcessExecutor {
         "process"
     }
 
-    fn run(&self, jobs: Vec<Job>, done: &(dyn Fn(Job, Outcome) + Sync)) -> Result<()> {
+    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
         let make = |w: usize, _primary: bool| self.base.spec(&format!("p{w}"), &[], true);
         let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job| match state {
             Ok((spec, _)) => run_cold(spec, job),
@@ -192,14 +179,10 @@ impl Executor for ProcessExecutor {
     }
 }
 
-pub(crate) fn setup_failure(e: &anyhow::Error) -> Outcome {
-    let mut details = Map::new();
-    details.insert("ALL".into(), Value::String(format!("bcb: {e:#}")));
-    Outcome {
-        status: Status::Fail,
-        details,
-        test_secs: None,
-        wall_secs: 0.0,
-        note: Some(format!("executor setup failed: {e:#}")),
-    }
+/// A worker that could not be set up (work directory, cgroups): no job can run there.
+pub(crate) fn setup_failure(e: &anyhow::Error) -> Result<Outcome, ExecError> {
+    Err(ExecError::fatal(
+        format!("cannot set up a local worker: {e:#}"),
+        "check that the temporary directory is writable and `bcb env check` passes",
+    ))
 }

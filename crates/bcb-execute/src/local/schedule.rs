@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::{Job, Outcome};
+use crate::{ExecError, Job, OnDone, Outcome};
 
 /// Busy and total jiffies over all CPUs, from /proc/stat.
 fn cpu_jiffies() -> Option<(u64, u64)> {
@@ -30,8 +30,8 @@ pub(crate) fn run_queue<W>(
     workers: usize,
     extra: usize,
     make: &(dyn Fn(usize, bool) -> W + Sync),
-    step: &(dyn Fn(&mut W, &Job) -> Outcome + Sync),
-    done: &(dyn Fn(Job, Outcome) + Sync),
+    step: &(dyn Fn(&mut W, &Job) -> Result<Outcome, ExecError> + Sync),
+    done: &OnDone,
 ) {
     let n = jobs.len();
     let queue = Mutex::new(VecDeque::from(jobs));
@@ -40,6 +40,8 @@ pub(crate) fn run_queue<W>(
     // Idle share of all CPUs over the last interval, in percent.
     let idle_pct = AtomicU32::new(0);
     let finished = AtomicBool::new(false);
+    // Set when the caller asks to stop: no worker takes another job.
+    let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         if extra > 0 {
             scope.spawn(|| {
@@ -60,7 +62,7 @@ pub(crate) fn run_queue<W>(
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (queue, idle_pct, finished) = (&queue, &idle_pct, &finished);
+            let (queue, idle_pct, finished, stopped) = (&queue, &idle_pct, &finished, &stopped);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
                 loop {
@@ -79,6 +81,9 @@ pub(crate) fn run_queue<W>(
                             std::thread::sleep(Duration::from_millis(250));
                         }
                     }
+                    if stopped.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let next = queue.lock().unwrap().pop_front();
                     let Some(job) = next else { break };
                     let outcome = step(&mut state, &job);
@@ -86,7 +91,9 @@ pub(crate) fn run_queue<W>(
                         // Let the idle measure catch up with what this sample just did.
                         idle_pct.store(0, Ordering::Relaxed);
                     }
-                    done(job, outcome);
+                    if done(job, outcome).is_break() {
+                        stopped.store(true, Ordering::Relaxed);
+                    }
                 }
             }));
         }

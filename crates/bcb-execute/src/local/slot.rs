@@ -12,12 +12,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
 
 use super::sandbox::Isolation;
-use crate::{ExecConfig, Job, Outcome, Status};
+use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits};
+use crate::{ExecConfig, Job};
 
 pub(crate) const HARNESS: &str = include_str!("harness.py");
+
+/// Short digest of the embedded harness: verdict caches are only valid for the same one.
+pub(crate) fn harness_digest() -> String {
+    crate::program_digest(HARNESS)
+}
 
 /// Modules a pool slot imports once (thread counts are forced to 1 by the environment first).
 pub(crate) const PRELOAD: &[&str] = &[
@@ -97,15 +103,15 @@ pub(crate) struct SlotSpec {
     pub harness: PathBuf,
 }
 
-enum Event {
-    Msg(Value),
+enum Incoming {
+    Msg(Event),
     Closed,
 }
 
 pub(crate) struct Slot {
     child: Child,
     ctrl: File,
-    events: Receiver<Event>,
+    events: Receiver<Incoming>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     pub jobs_done: usize,
     pub dead: bool,
@@ -194,13 +200,19 @@ impl Slot {
             let reader = BufReader::new(ev_file);
             for line in reader.split(b'\n') {
                 let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                    if tx.send(Event::Msg(v)).is_err() {
-                        return;
+                match serde_json::from_slice::<Event>(&line) {
+                    Ok(ev) => {
+                        if tx.send(Incoming::Msg(ev)).is_err() {
+                            return;
+                        }
                     }
+                    Err(e) => tracing::debug!(
+                        "unreadable harness event ({e}): {}",
+                        String::from_utf8_lossy(&line)
+                    ),
                 }
             }
-            let _ = tx.send(Event::Closed);
+            let _ = tx.send(Incoming::Closed);
         });
         let mut slot = Slot {
             child,
@@ -210,32 +222,35 @@ impl Slot {
             jobs_done: 0,
             dead: false,
         };
-        let mut limits = serde_json::to_value(&spec.cfg.limits)?;
-        limits["kill_grace_secs"] = json!(spec.cfg.limits.kill_grace.as_secs_f64());
-        if spec.iso.cgroup_memory.is_none() && spec.cfg.limits.memory_mb > 0 {
-            limits["memory_rlimit_mb"] = json!(spec.cfg.limits.memory_mb);
-        }
-        limits["tmpfs_mb"] = json!(if spec.cfg.limits.memory_mb > 0 {
-            spec.cfg.limits.memory_mb
-        } else {
-            1024
-        });
-        let config = json!({
-            "isolation": spec.iso,
-            "limits": limits,
-            "env": spec.env.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<Map<String, Value>>(),
-            "preload": spec.preload,
-            "cgroups": spec.cgroups,
-            "workroot": spec.workroot,
-            "one_shot": spec.one_shot,
-        });
+        let limits = &spec.cfg.limits;
+        let config = SlotConfig {
+            isolation: &spec.iso,
+            limits: WireLimits {
+                limits,
+                kill_grace_secs: limits.kill_grace.as_secs_f64(),
+                memory_rlimit_mb: (spec.iso.cgroup_memory.is_none() && limits.memory_mb > 0)
+                    .then_some(limits.memory_mb),
+                tmpfs_mb: if limits.memory_mb > 0 {
+                    limits.memory_mb
+                } else {
+                    1024
+                },
+            },
+            env: spec
+                .env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect(),
+            preload: &spec.preload,
+            cgroups: &spec.cgroups,
+            workroot: &spec.workroot,
+            one_shot: spec.one_shot,
+        };
         slot.send(&config)?;
         match slot.events.recv_timeout(READY_TIMEOUT) {
-            Ok(Event::Msg(m)) if m["event"] == "ready" => {
-                if let Some(failed) = m["preload_failed"].as_array() {
-                    if !failed.is_empty() {
-                        tracing::debug!("slot preload failures: {failed:?}");
-                    }
+            Ok(Incoming::Msg(Event::Ready { preload_failed })) => {
+                if !preload_failed.is_empty() {
+                    tracing::debug!("slot preload failures: {preload_failed:?}");
                 }
                 Ok(slot)
             }
@@ -247,7 +262,7 @@ impl Slot {
         }
     }
 
-    fn send(&mut self, v: &Value) -> Result<()> {
+    fn send<T: Serialize>(&mut self, v: &T) -> Result<()> {
         let mut line = serde_json::to_vec(v)?;
         line.push(b'\n');
         self.ctrl.write_all(&line).context("harness control pipe")?;
@@ -274,14 +289,14 @@ impl Slot {
     }
 
     /// Runs one job; `Err` means the slot itself is unusable (it has been killed).
-    pub fn run(&mut self, job: &Job) -> Result<Value, SlotFailure> {
+    pub fn run(&mut self, job: &Job) -> Result<ResultMsg, SlotFailure> {
         let start = Instant::now();
-        self.send(&json!({
-            "key": job.key,
-            "code": job.code,
-            "test": job.test,
-            "time_limit": job.time_limit.as_secs_f64(),
-        }))
+        self.send(&JobRequest {
+            key: self.jobs_done as u64,
+            code: &job.code,
+            test: &job.test,
+            time_limit: job.time_limit.as_secs_f64(),
+        })
         .map_err(|e| {
             self.kill();
             SlotFailure {
@@ -294,15 +309,13 @@ impl Slot {
         loop {
             let left = limit.saturating_sub(start.elapsed());
             match self.events.recv_timeout(left) {
-                Ok(Event::Msg(m)) => match m["event"].as_str() {
-                    Some("started") => sample_pid = m["pid"].as_i64().map(|p| p as i32),
-                    Some("result") => {
-                        self.jobs_done += 1;
-                        return Ok(m);
-                    }
-                    _ => {}
-                },
-                Ok(Event::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                Ok(Incoming::Msg(Event::Started { pid })) => sample_pid = pid,
+                Ok(Incoming::Msg(Event::Result(m))) => {
+                    self.jobs_done += 1;
+                    return Ok(m);
+                }
+                Ok(Incoming::Msg(Event::Ready { .. })) => {}
+                Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     if let Some(p) = sample_pid {
                         unsafe { libc::kill(p, libc::SIGKILL) };
                     }
@@ -331,7 +344,7 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         if !self.dead {
-            let _ = self.send(&json!({"op": "exit"}));
+            let _ = self.send(&Control::Exit);
             // Give it a moment to exit cleanly, then make sure.
             let deadline = Instant::now() + Duration::from_millis(500);
             while Instant::now() < deadline {
@@ -346,141 +359,9 @@ impl Drop for Slot {
     }
 }
 
-/// How a result message should be treated.
-pub(crate) enum Verdict {
-    Done(Outcome),
-    /// The forked run died abnormally (not its own doing as far as we can tell): retry cold.
-    Abnormal(Outcome),
-}
-
-fn s(v: &Value) -> String {
-    v.as_str().map(str::to_string).unwrap_or_default()
-}
-
-/// Turns the supervisor's result message into an [`Outcome`] with upstream's verdict rules
-/// plus the integrity checks.
-pub(crate) fn verdict(msg: &Value, wall: f64) -> Verdict {
-    let mut out = Outcome {
-        status: Status::Timeout,
-        details: Map::new(),
-        test_secs: None,
-        wall_secs: wall,
-        note: None,
-    };
-    let report = &msg["report"];
-    if let Some(err) = report.get("harness_error") {
-        out.status = Status::Fail;
-        out.note = Some(format!("harness error: {}", s(err)));
-        return Verdict::Abnormal(out);
-    }
-    if report.is_object() {
-        if let Some(d) = report["details"].as_object() {
-            out.details = d.clone();
-        }
-        out.test_secs = report["test_secs"].as_f64();
-        let status = s(&report["status"]);
-        let mut problem: Option<String> = None;
-        if let Some(p) = msg["integrity"].as_str() {
-            problem = Some(p.to_string());
-        }
-        if let Some(p) = report["integrity"].as_str() {
-            problem = Some(p.to_string());
-        }
-        if status == "pass" && problem.is_none() {
-            if let Some(expected) = msg["expected"].as_array() {
-                let mut want: Vec<String> = expected.iter().map(s).collect();
-                let mut got: Vec<String> = report["ran"]
-                    .as_array()
-                    .map(|a| a.iter().map(s).collect())
-                    .unwrap_or_default();
-                want.sort();
-                got.sort();
-                if want != got {
-                    problem = Some(format!(
-                        "expected results for {} tests ({}), got {}",
-                        want.len(),
-                        want.join(", "),
-                        got.len()
-                    ));
-                }
-            }
-        }
-        out.status = match status.as_str() {
-            "pass" if out.details.is_empty() && problem.is_none() => Status::Pass,
-            "pass" | "fail" => Status::Fail,
-            _ => Status::Timeout,
-        };
-        if let Some(p) = problem {
-            if out.details.is_empty() {
-                out.details.insert(
-                    "ALL".into(),
-                    Value::String(format!("bcb: result integrity check failed: {p}")),
-                );
-            }
-            out.note = Some(format!("integrity: {p}"));
-        }
-        if out.status == Status::Timeout && out.note.is_none() {
-            out.note = Some("time limit reached (in-sample alarm)".into());
-        }
-        if report["skipped"].as_u64().unwrap_or(0) > 0 && out.note.is_none() {
-            out.note = Some(format!("{} test(s) skipped", report["skipped"]));
-        }
-        return Verdict::Done(out);
-    }
-    // No report: killed or exited before reporting.
-    if msg["killed_at_deadline"].as_bool() == Some(true) {
-        out.note = Some("killed at time limit + grace".into());
-        return Verdict::Done(out);
-    }
-    if msg["oom_killed"].as_bool() == Some(true) {
-        out.note = Some("killed by the memory limit".into());
-        return Verdict::Done(out);
-    }
-    if let Some(sig) = msg["signal"].as_i64() {
-        // Upstream reports any death before the verdict as timeout.
-        out.note = Some(format!("killed by signal {sig} before reporting"));
-        return Verdict::Abnormal(out);
-    }
-    let code = msg["exit_code"].as_i64().unwrap_or(-1);
-    if (70..=72).contains(&code) {
-        out.note = Some(format!(
-            "harness failed in the sample process (exit {code})"
-        ));
-        return Verdict::Abnormal(out);
-    }
-    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
-    out.status = Status::Fail;
-    out.details.insert(
-        "ALL".into(),
-        Value::String(format!(
-            "bcb: the sample's process exited with code {code} before the tests reported"
-        )),
-    );
-    out.note = Some(format!("early exit (code {code})"));
-    Verdict::Done(out)
-}
-
 /// Why a slot could not deliver a result (it has been killed).
 #[derive(Debug)]
 pub(crate) struct SlotFailure {
     pub message: String,
     pub timed_out: bool,
-}
-
-/// Outcome for a job whose slot died or hung.
-pub(crate) fn slot_failure(err: &SlotFailure, wall: f64) -> Outcome {
-    let mut details = Map::new();
-    let status = if err.timed_out {
-        Status::Timeout
-    } else {
-        details.insert("ALL".into(), Value::String(format!("bcb: {}", err.message)));
-        Status::Fail
-    };
-    Outcome {
-        status,
-        details,
-        test_secs: None,
-        wall_secs: wall,
-        note: Some(err.message.clone()),
-    }
 }

@@ -1,4 +1,5 @@
 //! Shared helpers: the real eval interpreter, the real dataset, running a batch of jobs.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test output: what ran, what was skipped
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -7,20 +8,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bcb_dataset::{Dataset, DatasetSpec, Subset};
-use bcb_execute::{executor_for, ExecConfig, Job, Limits, Outcome};
+use bcb_execute::{executor_for, ExecConfig, Executor, Job, JobId, Limits, Outcome, Program};
 
 /// The eval interpreter from `BCB_PYTHON`; `None` (test skipped) unless `BCB_REQUIRE_PYTHON=1`.
 pub fn python() -> Option<PathBuf> {
-    match std::env::var_os("BCB_PYTHON").filter(|v| !v.is_empty()) {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            if std::env::var("BCB_REQUIRE_PYTHON").as_deref() == Ok("1") {
-                panic!("BCB_PYTHON is not set but BCB_REQUIRE_PYTHON=1");
-            }
-            eprintln!("skipping: set BCB_PYTHON to the evaluation interpreter to run this test");
-            None
-        }
-    }
+    bcb_testkit::python()
 }
 
 pub fn dataset() -> Dataset {
@@ -41,10 +33,10 @@ pub fn config(python: PathBuf, parallel: usize) -> ExecConfig {
     }
 }
 
+/// A job whose id carries `key` as its sample index (tests look outcomes up by it).
 pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job {
     Job {
-        key,
-        task_id: task_id.to_string(),
+        id: JobId::new(task_id, Program::Sample(key), code),
         code: code.to_string(),
         test: test.to_string(),
         entry_point: "task_func".into(),
@@ -56,9 +48,20 @@ pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job 
 /// Runs the jobs together, returns outcomes by key.
 pub fn run(kind: &str, cfg: ExecConfig, jobs: Vec<Job>) -> HashMap<usize, Outcome> {
     let exec = executor_for(kind, cfg).expect("executor");
+    run_on(exec.as_ref(), jobs)
+}
+
+/// Runs the jobs on `exec`, returns outcomes by the key given to [`job`]; an infrastructure
+/// error fails the test.
+pub fn run_on(exec: &dyn Executor, jobs: Vec<Job>) -> HashMap<usize, Outcome> {
     let out = Mutex::new(HashMap::new());
     exec.run(jobs, &|job, o| {
-        out.lock().unwrap().insert(job.key, o);
+        let Program::Sample(key) = job.id.program else {
+            unreachable!("test jobs are samples")
+        };
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        out.lock().unwrap().insert(key, o);
+        std::ops::ControlFlow::Continue(())
     })
     .expect("run");
     out.into_inner().unwrap()

@@ -18,11 +18,13 @@ pub struct Answer {
     pub recipe: String,
 }
 
-/// The real dataset from `$BCB_DATASET_DIR` (or the shared copy on the dev machines).
+/// The real dataset from `$BCB_DATASET_DIR` (or `../shared` beside the repository).
 pub fn dataset_file() -> Option<PathBuf> {
     let dir = std::env::var_os("BCB_DATASET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared/bigcodebench"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
+        });
     let f = dir.join("bigcodebench-v0.1.4.jsonl.gz");
     f.exists().then_some(f)
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Full (or hard) ground truth from an empty cache with this checkout's `bcb`, and optionally
+# with a baseline `bcb` binary (e.g. an older main) one after the other on the same machine:
+# wall time, peak RSS of the orchestrator, verdict differences, where the longest tasks
+# finished, and bcb's wall as a ratio of two floors:
+#   test-time floor = max(longest test, sum of test wall / cores)
+#   CPU floor       = sum of per-sample CPU (rusage of the sample's process tree) / cores
+#
+# usage: bench/gt-floors.sh [full|hard] [parallel]
+# env:   BASELINE_BCB=path/to/older/bcb (optional), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
+set -euo pipefail
+subset=${1:-full}
+parallel=${2:-$(nproc)}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+export BCB_ENV_DIR=${BCB_ENV_DIR:-$HOME/.cache/bcb/eval-env-py311}
+out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-gt.XXXXXX)}
+mkdir -p "$out"
+(cd "$here" && cargo build -q --release --bin bcb)
+current=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+
+run() { # name binary
+    local name=$1 bin=$2 cache="$out/$1-cache"
+    rm -rf "$cache"; mkdir -p "$cache"
+    echo "== $name: $bin evaluate --check-gt-only --subset $subset --parallel $parallel" >&2
+    BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M' -o "$out/$name.time" \
+        "$bin" evaluate --check-gt-only --subset "$subset" --parallel "$parallel" -q \
+        >"$out/$name.out" 2>"$out/$name.err" || true
+    cp "$cache"/ground-truth/*.jsonl "$out/$name.journal.jsonl"
+}
+
+[ -n "${BASELINE_BCB:-}" ] && run baseline "$BASELINE_BCB"
+run current "$current"
+
+python3 - "$out" "$parallel" <<'PY'
+import json, os, sys
+out, cores = sys.argv[1], int(sys.argv[2])
+def load(name):
+    rows = []
+    for line in open(os.path.join(out, name + ".journal.jsonl")):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if "bcb_journal" in r:
+            continue
+        if "id" in r:  # current journal: {id: {task_id}, status, test_secs, wall_secs, cpu_secs}
+            rows.append((r["id"]["task_id"], r["status"], r.get("test_secs"), r.get("wall_secs"), r.get("cpu_secs")))
+        else:          # older journal: {task_id, status, secs}
+            rows.append((r["task_id"], r["status"], r.get("secs"), None, None))
+    wall, rss = open(os.path.join(out, name + ".time")).read().split()
+    return rows, float(wall), int(rss) / 1024
+runs = {n: load(n) for n in ("baseline", "current") if os.path.exists(os.path.join(out, n + ".time"))}
+cur_rows = runs["current"][0]
+longest = sorted((r for r in cur_rows if r[2]), key=lambda r: -r[2])[:5]
+for name, (rows, wall, rss) in runs.items():
+    order = {r[0]: i for i, r in enumerate(rows)}
+    ok = sum(r[1] == "pass" for r in rows)
+    print(f"{name:9s} wall {wall:7.1f}s  peak RSS {rss:6.1f} MB  pass {ok}/{len(rows)}")
+    print(f"{'':9s} longest tasks finished at position: " +
+          ", ".join(f"{t[0].split('/')[1]}@{order.get(t[0], -1)}" for t in longest))
+tests = [r[2] or 0.0 for r in cur_rows]
+walls = [r[3] or 0.0 for r in cur_rows]
+cpus = [r[4] or 0.0 for r in cur_rows]
+test_floor = max(max(walls), sum(walls) / cores)
+cpu_floor = sum(cpus) / cores
+wall = runs["current"][1]
+print(f"floors (current, {cores} cores): test-time {test_floor:.1f}s (longest {max(walls):.1f}s, "
+      f"sum of job wall {sum(walls):.1f}s, of test time {sum(tests):.1f}s), CPU {cpu_floor:.1f}s (sum {sum(cpus):.1f}s)")
+print(f"current wall / test-time floor {wall / test_floor:.2f}   wall / CPU floor {wall / cpu_floor:.2f}")
+if "baseline" in runs:
+    b = {r[0]: r[1] for r in runs["baseline"][0]}
+    c = {r[0]: r[1] for r in cur_rows}
+    diff = sorted(t for t in b.keys() | c.keys() if b.get(t) != c.get(t))
+    bw = runs["baseline"][1]
+    print(f"current vs baseline: wall {wall / bw:.3f}x, peak RSS {runs['current'][2] / runs['baseline'][2]:.3f}x; "
+          f"verdicts differ on {len(diff)} task(s): {', '.join(f'{t} {b.get(t)}->{c.get(t)}' for t in diff) or 'none'}")
+print(f"(files in {out})")
+PY

@@ -1,0 +1,236 @@
+//! Fault injection with the real local backend and the real eval env: infrastructure
+//! failures are retried, never recorded as a sample's verdict, and a run that cannot get
+//! verdicts stops with a clear error and resumes after the fix.
+//!
+//! Faults are made with a wrapper around the eval interpreter (the harness "fails to start"
+//! while a flag file exists) and by SIGKILLing a pool slot from outside mid-run.
+
+mod evalkit;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use evalkit::{read_json, stderr, write_jsonl};
+use serde_json::{json, Value};
+
+const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
+
+fn canonical(env: &evalkit::Env, id: &str) -> String {
+    let t = env.task(id);
+    format!(
+        "{}\n{}",
+        t["complete_prompt"].as_str().unwrap(),
+        t["canonical_solution"].as_str().unwrap()
+    )
+}
+
+/// Two samples per task: the canonical solution and a wrong one; `sleepy` makes task 4's
+/// canonical sample sleep first (so a slot can be killed while it runs).
+fn samples(env: &evalkit::Env, name: &str, sleepy: bool) -> PathBuf {
+    let mut rows = Vec::new();
+    for id in TASKS {
+        let mut good = canonical(env, id);
+        if sleepy && id == "BigCodeBench/4" {
+            good.push_str("\nimport time as _t\n_t.sleep(4)\n");
+        }
+        rows.push(json!({"task_id": id, "solution": good}));
+        rows.push(json!({"task_id": id, "solution": "def task_func(*a, **k):\n    return None\n"}));
+    }
+    let path = env.path(name);
+    write_jsonl(&path, &rows);
+    path
+}
+
+/// An interpreter wrapper: while `flag` exists, starting the harness fails (as a broken or
+/// missing interpreter would); `once` removes the flag at the first failure.
+fn flaky_python(env: &evalkit::Env, flag: &Path, once: bool) -> PathBuf {
+    let wrapper = env.path("python-wrapper");
+    let clear = if once {
+        format!("rm -f '{}'; ", flag.display())
+    } else {
+        String::new()
+    };
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *bcb_harness.py*) if [ -e '{flag}' ]; then {clear}echo 'injected: harness cannot start' >&2; exit 1; fi;; esac\nexec '{py}' \"$@\"\n",
+            flag = flag.display(),
+            py = env.python.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+fn eval_args<'a>(samples: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "evaluate",
+        "--ids",
+        "0,4,9",
+        "--no-gt",
+        "--samples",
+        samples.to_str().unwrap(),
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// The results file without its date.
+fn results_of(samples: &Path) -> Value {
+    let mut v = read_json(&bcb_samples::eval_results_path(samples));
+    v["date"] = Value::Null;
+    v
+}
+
+fn same_verdicts(a: &Path, b: &Path) {
+    let (ra, rb) = (results_of(a), results_of(b));
+    assert_eq!(ra["eval"], rb["eval"]);
+    let pa = read_json(&bcb_samples::pass_at_k_path(
+        &bcb_samples::eval_results_path(a),
+    ));
+    let pb = read_json(&bcb_samples::pass_at_k_path(
+        &bcb_samples::eval_results_path(b),
+    ));
+    assert_eq!(pa["pass@1"], pb["pass@1"]);
+}
+
+#[test]
+fn a_harness_that_fails_to_start_once_is_retried() {
+    let Some(env) = evalkit::env() else { return };
+    let clean = samples(&env, "clean.jsonl", false);
+    let out = env.run(&eval_args(&clean, &["--executor", "process"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let flag = env.path("broken");
+    std::fs::write(&flag, "").unwrap();
+    let py = flaky_python(&env, &flag, true);
+    let faulty = samples(&env, "faulty.jsonl", false);
+    let mut args = eval_args(&faulty, &["--executor", "process", "--python"]);
+    args.push(py.to_str().unwrap());
+    let out = env.run(&args);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("got no verdict") && err.contains("retry 1"),
+        "the retry is reported: {err}"
+    );
+    assert!(!flag.exists(), "the injected failure happened");
+    same_verdicts(&faulty, &clean);
+}
+
+#[test]
+fn a_harness_that_never_starts_stops_the_run_then_resumes_after_the_fix() {
+    let Some(env) = evalkit::env() else { return };
+    let flag = env.path("broken");
+    std::fs::write(&flag, "").unwrap();
+    let py = flaky_python(&env, &flag, false);
+    let path = samples(&env, "never.jsonl", false);
+    let mut args = eval_args(&path, &["--exec-retries", "1", "--python"]);
+    args.push(py.to_str().unwrap());
+    let out = env.run(&args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("got no verdict after 2 attempt(s)"), "{err}");
+    assert!(
+        err.contains("injected: harness cannot start"),
+        "names the cause: {err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    let results = bcb_samples::eval_results_path(&path);
+    assert!(!results.exists());
+    let journal = bcb_eval::journal::samples_journal_path(&results);
+    let lines = std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(
+        lines.lines().count() <= 1,
+        "nothing but the header journaled: {lines}"
+    );
+
+    // The fix: the same interpreter path works again; the run completes.
+    std::fs::remove_file(&flag).unwrap();
+    let out = env.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let clean = samples(&env, "clean.jsonl", false);
+    assert!(env.run(&eval_args(&clean, &[])).status.success());
+    same_verdicts(&path, &clean);
+}
+
+/// Pids of harness processes whose parent is `parent`.
+fn harness_children(parent: u32) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else {
+            continue;
+        };
+        let ppid: u32 = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == parent && String::from_utf8_lossy(&cmd).contains("bcb_harness.py") {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn a_slot_killed_from_outside_mid_run_is_retried() {
+    let Some(env) = evalkit::env() else { return };
+    let clean = samples(&env, "clean.jsonl", true);
+    assert!(env
+        .run(&eval_args(&clean, &["--parallel", "1"]))
+        .status
+        .success());
+
+    let path = samples(&env, "killed.jsonl", true);
+    let child = env
+        .bcb()
+        .args(eval_args(
+            &path,
+            &["--parallel", "1", "--progress-interval", "1"],
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the slot while task 4's sleeping sample runs (the journal then holds at most the
+    // samples before it).
+    let journal = bcb_eval::journal::samples_journal_path(&bcb_samples::eval_results_path(&path));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let killed = loop {
+        assert!(
+            Instant::now() < deadline,
+            "never saw the sleeping sample run"
+        );
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        let slots = harness_children(child.id());
+        // Task 4's samples come after task 0's two in the plan's order (equal priors aside):
+        // wait until something is journaled, then kill during the next sample.
+        if text.lines().count() >= 2 && !slots.is_empty() {
+            std::thread::sleep(Duration::from_millis(500));
+            for pid in &slots {
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+            }
+            break slots.len();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(killed > 0);
+    assert!(
+        err.contains("got no verdict"),
+        "the lost sample was retried: {err}"
+    );
+    same_verdicts(&path, &clean);
+    eprintln!("{err}");
+}

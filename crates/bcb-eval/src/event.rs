@@ -1,0 +1,97 @@
+//! What a session tells the world: typed events, handed to [`Sink`]s in the order attached.
+//! The session never prints or writes files itself; journals, progress, result files and
+//! summaries are sinks (`bcb-sinks`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bcb_execute::{ExecError, Job, Outcome};
+
+use crate::ground_truth::GroundTruth;
+use crate::results::{EvalResults, PassAtK};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    GroundTruth,
+    Samples,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::GroundTruth => "ground truth",
+            Phase::Samples => "evaluate",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A run begins.
+    RunStarted {
+        /// What is checked: `evaluating` samples or `checking` the ground truth.
+        action: &'static str,
+        tasks: usize,
+        subset: &'a str,
+        version: &'a str,
+        executor: &'a str,
+        parallel: usize,
+        protections: &'a [String],
+    },
+    /// A phase begins: `todo` jobs to run now, `done` already known (cache, journal).
+    PhaseStarted {
+        phase: Phase,
+        todo: usize,
+        done: usize,
+    },
+    /// A job has its verdict.
+    JobDone {
+        phase: Phase,
+        job: &'a Job,
+        outcome: &'a Outcome,
+    },
+    /// `jobs` got no verdict (infrastructure); they run again after `delay`.
+    Retrying {
+        phase: Phase,
+        jobs: usize,
+        attempt: u32,
+        delay: Duration,
+        error: &'a ExecError,
+    },
+    PhaseFinished {
+        phase: Phase,
+    },
+    /// The ground truth of the selected tasks is known (cached, run, or skipped).
+    GroundTruthReady {
+        gt: &'a GroundTruth,
+        task_ids: &'a [String],
+    },
+    /// An existing results file is used instead of executing (upstream's behaviour).
+    ResultsLoaded {
+        path: &'a Path,
+    },
+    /// The samples run is complete.
+    Finished(&'a RunReport),
+}
+
+/// What an evaluation produced.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub samples_path: PathBuf,
+    pub results_path: PathBuf,
+    pub pass_at_k_path: PathBuf,
+    pub results: EvalResults,
+    pub pass_at_k: PassAtK,
+    /// Jobs run in this invocation (0 when results were loaded or fully resumed).
+    pub executed: usize,
+    /// Jobs taken from the journal of an earlier, interrupted run.
+    pub resumed: usize,
+    /// The results file existed and was used as it is.
+    pub loaded_existing: bool,
+}
+
+/// A consumer of events. Called from one thread at a time, in the order events happen.
+pub trait Sink: Send {
+    /// An error stops the run (nothing more is executed) and is reported to the user.
+    fn handle(&mut self, event: &Event) -> anyhow::Result<()>;
+}

@@ -1,0 +1,460 @@
+//! The conductor: ground truth first, then the samples, every job through the executor,
+//! every outcome to the sinks as an [`Event`]. Jobs that get no verdict ([`ExecError`]) are
+//! retried with backoff; a persistent or fatal error stops the run with the cause and what
+//! to do, and nothing false is recorded.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use bcb_dataset::Dataset;
+use bcb_execute::{ExecError, Executor, Job, JobId, Outcome};
+use bcb_samples::{eval_results_path, pass_at_k_path};
+
+use crate::event::{Event, Phase, RunReport, Sink};
+use crate::ground_truth::{GroundTruth, GtCache};
+use crate::journal::{read_journal, samples_journal_path};
+use crate::passk::mean_pass_at_k;
+use crate::plan::{ground_truth_jobs, sample_jobs, samples_journal_key, Samples, Settings};
+use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
+
+/// How often jobs without a verdict are tried again before the run stops.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Further attempts after the first.
+    pub retries: usize,
+    pub first_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            retries: 4,
+            first_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a run stopped before it was complete.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The executor could not give verdicts; what was finished is journaled.
+    #[error("{phase}: {jobs} job(s) got no verdict after {attempts} attempt(s): {error}{}", hint_line(.error))]
+    NoVerdict {
+        phase: &'static str,
+        jobs: usize,
+        attempts: usize,
+        error: ExecError,
+    },
+    /// A sink failed (e.g. the journal could not be written).
+    #[error(transparent)]
+    Sink(#[from] anyhow::Error),
+}
+
+fn hint_line(e: &ExecError) -> String {
+    let hint = e
+        .hint()
+        .unwrap_or("the run can be resumed: run the same command again; finished jobs are kept");
+    format!("\nhint: {hint}")
+}
+
+/// What the ground-truth phase does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GtMode {
+    /// `--no-gt`: not run; every task gets the fallback time.
+    Skip,
+    /// Cached entries are used, missing ones run.
+    Use,
+    /// `--check-gt-only`: the selected tasks run again.
+    Recheck,
+}
+
+/// A whole run: the ground truth, then (if given) the samples.
+pub struct Request {
+    pub gt: GtMode,
+    pub samples: Option<Samples>,
+    pub run: SampleRun,
+    /// Workers, for the start-up line.
+    pub parallel: usize,
+}
+
+/// Options of the samples phase.
+#[derive(Debug, Clone)]
+pub struct SampleRun {
+    pub pass_k: Vec<u64>,
+    /// `--no-gt`: gt_pass_rate 0.0 and every task listed as failed, as upstream reports it.
+    pub no_gt: bool,
+    /// Evaluate again even if the results file exists.
+    pub force: bool,
+}
+
+pub struct Session<'a> {
+    dataset: &'a Dataset,
+    executor: &'a dyn Executor,
+    settings: &'a Settings,
+    retry: RetryPolicy,
+    sinks: Mutex<Vec<Box<dyn Sink + 'a>>>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(
+        dataset: &'a Dataset,
+        executor: &'a dyn Executor,
+        settings: &'a Settings,
+        sinks: Vec<Box<dyn Sink + 'a>>,
+    ) -> Self {
+        Session {
+            dataset,
+            executor,
+            settings,
+            retry: RetryPolicy::default(),
+            sinks: Mutex::new(sinks),
+        }
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    fn emit(&self, event: &Event) -> anyhow::Result<()> {
+        for sink in self.sinks.lock().unwrap().iter_mut() {
+            sink.handle(event)?;
+        }
+        Ok(())
+    }
+
+    fn task_ids(&self) -> Vec<String> {
+        self.dataset
+            .tasks()
+            .iter()
+            .map(|t| t.task_id.clone())
+            .collect()
+    }
+
+    /// Runs `request`: ground truth, then the samples if there are any.
+    pub fn run(
+        &self,
+        cache: &GtCache,
+        request: &Request,
+    ) -> Result<Option<RunReport>, SessionError> {
+        self.emit(&Event::RunStarted {
+            action: if request.samples.is_some() {
+                "evaluating"
+            } else {
+                "checking"
+            },
+            tasks: self.dataset.len(),
+            subset: self.dataset.subset.as_str(),
+            version: &self.dataset.version,
+            executor: self.executor.name(),
+            parallel: request.parallel,
+            protections: &self.executor.protections(),
+        })?;
+        let gt = match request.gt {
+            GtMode::Skip => self.skip_ground_truth()?,
+            GtMode::Use => self.ground_truth(cache, false)?,
+            GtMode::Recheck => self.ground_truth(cache, true)?,
+        };
+        match &request.samples {
+            Some(samples) => Ok(Some(self.evaluate(samples, &gt, &request.run)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The ground truth of the dataset's tasks: cached entries, plus the canonical solutions
+    /// of the rest run now. `recheck` runs the selected tasks again (their previous timings
+    /// order the re-run); other tasks' cache entries are kept.
+    pub fn ground_truth(
+        &self,
+        cache: &GtCache,
+        recheck: bool,
+    ) -> Result<GroundTruth, SessionError> {
+        let ids = self.task_ids();
+        let previous = if recheck {
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            cache.forget(&refs)?
+        } else {
+            GroundTruth::none()
+        };
+        let mut gt = cache.load();
+        let todo = self
+            .dataset
+            .tasks()
+            .iter()
+            .filter(|t| !gt.contains(&t.task_id));
+        let jobs = ground_truth_jobs(todo, self.settings, &previous);
+        let done = self.dataset.len() - jobs.len();
+        if jobs.is_empty() {
+            tracing::info!("ground truth loaded from {}", cache.path.display());
+        }
+        for (id, outcome) in self.run_phase(Phase::GroundTruth, jobs, done)? {
+            gt.insert(&id.task_id, outcome);
+        }
+        self.emit(&Event::GroundTruthReady {
+            gt: &gt,
+            task_ids: &ids,
+        })?;
+        Ok(gt)
+    }
+
+    /// Announces a ground truth that was not run (`--no-gt`).
+    pub fn skip_ground_truth(&self) -> Result<GroundTruth, SessionError> {
+        let gt = GroundTruth::none();
+        self.emit(&Event::GroundTruthReady {
+            gt: &gt,
+            task_ids: &self.task_ids(),
+        })?;
+        Ok(gt)
+    }
+
+    /// Every sample against its task's tests (resuming from the journal), then pass@k.
+    /// An existing results file is used as it is unless `force`, as upstream does.
+    pub fn evaluate(
+        &self,
+        samples: &Samples,
+        gt: &GroundTruth,
+        opts: &SampleRun,
+    ) -> Result<RunReport, SessionError> {
+        let results_path = eval_results_path(&samples.path);
+        let loaded_existing = results_path.is_file() && !opts.force;
+        let (mut executed, mut resumed) = (0, 0);
+        let results = if loaded_existing {
+            self.emit(&Event::ResultsLoaded {
+                path: &results_path,
+            })?;
+            EvalResults::load(&results_path)?
+        } else {
+            let key = samples_journal_key(samples, self.settings);
+            let planned: HashSet<&JobId> = samples.programs.iter().map(|p| &p.id).collect();
+            let mut done: HashMap<JobId, Outcome> =
+                read_journal(&samples_journal_path(&results_path), &key)
+                    .into_iter()
+                    .filter(|r| planned.contains(&r.id))
+                    .map(|r| (r.id, r.outcome))
+                    .collect();
+            resumed = done.len();
+            let todo = samples
+                .programs
+                .iter()
+                .filter(|p| !done.contains_key(&p.id));
+            let jobs = sample_jobs(self.dataset, todo, self.settings, gt);
+            executed = jobs.len();
+            done.extend(self.run_phase(Phase::Samples, jobs, resumed)?);
+            self.assemble(samples, &done)
+        };
+        let ids = self.task_ids();
+        let counts = results.counts(ids.iter().map(String::as_str));
+        let values = opts
+            .pass_k
+            .iter()
+            .filter_map(|&k| mean_pass_at_k(&counts, k).map(|v| (k, v)))
+            .collect();
+        let (gt_pass_rate, failed_tasks) = if opts.no_gt {
+            (0.0, ids.clone())
+        } else {
+            (
+                gt.pass_rate(ids.iter().map(String::as_str)),
+                gt.failed(ids.iter().map(String::as_str)),
+            )
+        };
+        let report = RunReport {
+            pass_at_k_path: pass_at_k_path(&results_path),
+            pass_at_k: PassAtK {
+                values,
+                model: model_name(&samples.path),
+                split: self.settings.split.as_str().to_string(),
+                subset: self.dataset.subset.as_str().to_string(),
+                calibrated: self.settings.calibrated,
+                gt_pass_rate,
+                failed_tasks,
+            },
+            samples_path: samples.path.clone(),
+            results_path,
+            results,
+            executed,
+            resumed,
+            loaded_existing,
+        };
+        self.emit(&Event::Finished(&report))?;
+        Ok(report)
+    }
+
+    /// Results in upstream's order: tasks as in the dataset, samples by completion id.
+    fn assemble(&self, samples: &Samples, done: &HashMap<JobId, Outcome>) -> EvalResults {
+        let mut by_task: HashMap<&str, Vec<&crate::plan::SampleProgram>> = HashMap::new();
+        for p in &samples.programs {
+            by_task.entry(p.id.task_id.as_str()).or_default().push(p);
+        }
+        let mut results = EvalResults::now();
+        for task in self.dataset.tasks() {
+            let Some(list) = by_task.get_mut(task.task_id.as_str()) else {
+                continue;
+            };
+            list.sort_by_key(|p| p.completion_id);
+            let entries = list
+                .iter()
+                .filter_map(|p| {
+                    let o = done.get(&p.id)?;
+                    Some(SampleResult {
+                        task_id: task.task_id.clone(),
+                        solution: p.solution.clone(),
+                        status: o.status,
+                        details: o.details.clone(),
+                    })
+                })
+                .collect();
+            results.eval.insert(task.task_id.clone(), entries);
+        }
+        results
+    }
+
+    /// Runs `jobs` to a verdict each, retrying those that got an [`ExecError`]; returns the
+    /// new outcomes. Stops (with what finished already handed to the sinks) on a fatal
+    /// error, a sink error, or when retries are exhausted.
+    fn run_phase(
+        &self,
+        phase: Phase,
+        jobs: Vec<Job>,
+        done_before: usize,
+    ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
+        self.emit(&Event::PhaseStarted {
+            phase,
+            todo: jobs.len(),
+            done: done_before,
+        })?;
+        let mut fresh = Vec::with_capacity(jobs.len());
+        let mut pending = jobs;
+        let mut delays = ExponentialBuilder::default()
+            .with_min_delay(self.retry.first_delay)
+            .with_max_delay(self.retry.max_delay)
+            .with_max_times(self.retry.retries)
+            .build();
+        let mut attempt = 1;
+        while !pending.is_empty() {
+            let pass = self.run_pass(phase, pending)?;
+            fresh.extend(pass.outcomes);
+            if pass.retry.is_empty() {
+                break;
+            }
+            let error = pass
+                .error
+                .unwrap_or_else(|| ExecError::transient("the executor stopped early"));
+            let delay = if error.is_transient() {
+                delays.next()
+            } else {
+                None
+            };
+            let Some(delay) = delay else {
+                return Err(SessionError::NoVerdict {
+                    phase: phase.label(),
+                    jobs: pass.retry.len(),
+                    attempts: attempt,
+                    error,
+                });
+            };
+            tracing::warn!(
+                "{}: {} job(s) without a verdict ({error}); retrying in {delay:?}",
+                phase.label(),
+                pass.retry.len()
+            );
+            self.emit(&Event::Retrying {
+                phase,
+                jobs: pass.retry.len(),
+                attempt: attempt as u32,
+                delay,
+                error: &error,
+            })?;
+            std::thread::sleep(delay);
+            attempt += 1;
+            pending = pass.retry;
+        }
+        self.emit(&Event::PhaseFinished { phase })?;
+        Ok(fresh)
+    }
+
+    /// One pass of `jobs` through the executor.
+    fn run_pass(&self, phase: Phase, jobs: Vec<Job>) -> Result<Pass, SessionError> {
+        // Consecutive errors with no verdict in between: the executor is broken, not a job.
+        let breaker = (2 * jobs.len().min(8)).max(4);
+        let state = Mutex::new(PassState::default());
+        let mut unreported: HashMap<JobId, Job> =
+            jobs.iter().map(|j| (j.id.clone(), j.clone())).collect();
+        let result = self.executor.run(jobs, &|job: Job, result| {
+            let mut st = state.lock().unwrap();
+            st.reported.push(job.id.clone());
+            match result {
+                Ok(outcome) => {
+                    st.consecutive_errors = 0;
+                    let emitted = self.emit(&Event::JobDone {
+                        phase,
+                        job: &job,
+                        outcome: &outcome,
+                    });
+                    st.outcomes.push((job.id, outcome));
+                    if let Err(e) = emitted {
+                        st.sink_error.get_or_insert(e);
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                }
+                Err(error) => {
+                    tracing::debug!("{}: no verdict: {error}", job.id);
+                    st.consecutive_errors += 1;
+                    let stop = !error.is_transient() || st.consecutive_errors >= breaker;
+                    st.retry.push(job);
+                    st.error = Some(error);
+                    if stop {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                }
+            }
+        });
+        let mut st = state.into_inner().unwrap();
+        if let Some(e) = st.sink_error.take() {
+            return Err(SessionError::Sink(e));
+        }
+        if let Err(e) = result {
+            st.error = Some(e);
+        }
+        for id in &st.reported {
+            unreported.remove(id);
+        }
+        // Jobs the executor never started (it stopped early) run again too.
+        let mut retry = st.retry;
+        let mut rest: Vec<Job> = unreported
+            .into_values()
+            .filter(|j| !retry.iter().any(|r| r.id == j.id))
+            .collect();
+        rest.sort_by(|a, b| a.id.cmp(&b.id));
+        retry.extend(rest);
+        crate::plan::longest_first(&mut retry);
+        Ok(Pass {
+            outcomes: st.outcomes,
+            retry,
+            error: st.error,
+        })
+    }
+}
+
+#[derive(Default)]
+struct PassState {
+    reported: Vec<JobId>,
+    outcomes: Vec<(JobId, Outcome)>,
+    retry: Vec<Job>,
+    error: Option<ExecError>,
+    consecutive_errors: usize,
+    sink_error: Option<anyhow::Error>,
+}
+
+struct Pass {
+    outcomes: Vec<(JobId, Outcome)>,
+    retry: Vec<Job>,
+    error: Option<ExecError>,
+}

@@ -1,0 +1,134 @@
+//! Upstream's verdict rules (bigcodebench 0.2.5) plus bcb's integrity checks, in one place:
+//! how the supervisor's [`ResultMsg`] becomes an [`Outcome`].
+//!
+//! - The suite ran and every test passed, with a result for every test the code defines and
+//!   unittest untouched: `pass`.
+//! - A test failed or errored, or the module raised: `fail` with the tracebacks / `ALL`.
+//! - The alarm fired, or the process was killed (time limit, memory limit): `timeout`, as
+//!   upstream reports any death before a verdict.
+//! - The sample ended its own process before reporting (`os._exit`, a forged or missing
+//!   report): `fail` — upstream would say `timeout`; bcb never lets it pass.
+
+use serde_json::Value;
+
+use super::slot::SlotFailure;
+use super::wire::{Report, ResultMsg};
+use crate::{Details, ExecError, Outcome, Status};
+
+/// bcb's details text for a sample killed by the memory limit (reports classify on it).
+pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
+/// Prefix of bcb's details text when a pass could not be trusted.
+pub const INTEGRITY_FAILED: &str = "bcb: result integrity check failed";
+
+/// How a result should be treated.
+pub(crate) enum Reading {
+    Done(Outcome),
+    /// The forked run died abnormally (not its own doing as far as we can tell): retry cold.
+    Abnormal(Outcome),
+}
+
+fn details_of(report: &Report) -> Details {
+    let mut d = Details::new();
+    for (k, v) in &report.details {
+        match v {
+            Value::String(s) => d.insert(k.clone(), s.clone()),
+            other => d.insert(k.clone(), other.to_string()),
+        }
+    }
+    d
+}
+
+/// Applies the rules to one result message; `wall` is the executor's own measure.
+pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
+    let mut out = Outcome::new(Status::Timeout, Details::new());
+    out.wall_secs = wall;
+    out.cpu_secs = msg.cpu_secs;
+    if let Some(report) = msg.report.as_ref().and_then(Report::parse) {
+        return from_report(msg, &report, out);
+    }
+    // No report: killed or exited before reporting.
+    if msg.killed_at_deadline {
+        out.note = Some("killed at time limit + grace".into());
+        return Reading::Done(out);
+    }
+    if msg.oom_killed {
+        out.details = Details::all(MEMORY_LIMIT);
+        out.note = Some("killed by the memory limit".into());
+        return Reading::Done(out);
+    }
+    if let Some(sig) = msg.signal {
+        out.note = Some(format!("killed by signal {sig} before reporting"));
+        return Reading::Abnormal(out);
+    }
+    let code = msg.exit_code.unwrap_or(-1);
+    if (70..=72).contains(&code) {
+        out.note = Some(format!(
+            "harness failed in the sample process (exit {code})"
+        ));
+        return Reading::Abnormal(out);
+    }
+    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
+    out.status = Status::Fail;
+    out.details = Details::all(format!(
+        "bcb: the sample's process exited with code {code} before the tests reported"
+    ));
+    out.note = Some(format!("early exit (code {code})"));
+    Reading::Done(out)
+}
+
+fn from_report(msg: &ResultMsg, report: &Report, mut out: Outcome) -> Reading {
+    if let Some(err) = &report.harness_error {
+        out.status = Status::Fail;
+        out.note = Some(format!("harness error: {err}"));
+        return Reading::Abnormal(out);
+    }
+    out.details = details_of(report);
+    out.test_secs = report.test_secs;
+    let mut problem = msg.integrity.clone().or_else(|| report.integrity.clone());
+    if report.status == "pass" && problem.is_none() {
+        if let Some(expected) = &msg.expected {
+            let mut want = expected.clone();
+            let mut got = report.ran.clone();
+            want.sort();
+            got.sort();
+            if want != got {
+                problem = Some(format!(
+                    "expected results for {} tests ({}), got {}",
+                    want.len(),
+                    want.join(", "),
+                    got.len()
+                ));
+            }
+        }
+    }
+    out.status = match report.status.as_str() {
+        "pass" if out.details.is_empty() && problem.is_none() => Status::Pass,
+        "pass" | "fail" => Status::Fail,
+        _ => Status::Timeout,
+    };
+    if let Some(p) = problem {
+        if out.details.is_empty() {
+            out.details = Details::all(format!("{INTEGRITY_FAILED}: {p}"));
+        }
+        out.note = Some(format!("integrity: {p}"));
+    }
+    if out.status == Status::Timeout && out.note.is_none() {
+        out.note = Some("time limit reached (in-sample alarm)".into());
+    }
+    if report.skipped > 0 && out.note.is_none() {
+        out.note = Some(format!("{} test(s) skipped", report.skipped));
+    }
+    Reading::Done(out)
+}
+
+/// A job whose slot died or hung: a hung supervisor past the deadline is the sample's
+/// timeout (as upstream would see it); a dead one is infrastructure, never the sample's verdict.
+pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecError> {
+    if f.timed_out {
+        let mut out = Outcome::new(Status::Timeout, Details::new());
+        out.wall_secs = wall;
+        out.note = Some(f.message.clone());
+        return Ok(out);
+    }
+    Err(ExecError::transient(f.message.clone()))
+}

@@ -1,0 +1,143 @@
+//! The protocol between a slot (Rust) and its harness process (`harness.py`), as serde types.
+//! Control pipe (fd 3, JSON lines to the harness): one [`SlotConfig`], then [`JobRequest`]s or
+//! [`Control::Exit`]. Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
+//! `harness.py`'s header lists the same fields; change both together.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::sandbox::Isolation;
+use crate::Limits;
+
+/// The first line a harness reads: how to isolate and what to preload.
+#[derive(Serialize)]
+pub(crate) struct SlotConfig<'a> {
+    pub isolation: &'a Isolation,
+    pub limits: WireLimits<'a>,
+    pub env: BTreeMap<&'a str, &'a str>,
+    pub preload: &'a [String],
+    pub cgroups: &'a [PathBuf],
+    pub workroot: &'a Path,
+    pub one_shot: bool,
+}
+
+#[derive(Serialize)]
+pub(crate) struct WireLimits<'a> {
+    #[serde(flatten)]
+    pub limits: &'a Limits,
+    pub kill_grace_secs: f64,
+    /// RLIMIT_AS stand-in for the memory cap when no memory cgroup is available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_rlimit_mb: Option<u64>,
+    /// Size of the private tmpfs each sample gets as cwd and /tmp.
+    pub tmpfs_mb: u64,
+}
+
+/// One sample to run.
+#[derive(Serialize)]
+pub(crate) struct JobRequest<'a> {
+    /// Echoed back in `started` / `result` events.
+    pub key: u64,
+    pub code: &'a str,
+    pub test: &'a str,
+    pub time_limit: f64,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub(crate) enum Control {
+    Exit,
+}
+
+/// What the harness says on fd 4.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub(crate) enum Event {
+    /// Preloads imported; jobs may come.
+    Ready {
+        #[serde(default)]
+        preload_failed: Vec<String>,
+    },
+    /// The sample's process exists (pid in the orchestrator's namespace, when meaningful).
+    Started {
+        #[serde(default)]
+        pid: Option<i32>,
+    },
+    Result(ResultMsg),
+}
+
+/// The supervisor's account of one sample. Everything but `report` is the supervisor's own
+/// observation; `report` is what the sample's process wrote on its private channel (with the
+/// right nonce), so it is untrusted and parsed leniently by [`Report::parse`].
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ResultMsg {
+    /// User + system CPU of the sample's process (and the children it waited for).
+    #[serde(default)]
+    pub cpu_secs: Option<f64>,
+    /// Test methods the test code defines (what a pass must have run).
+    #[serde(default)]
+    pub expected: Option<Vec<String>>,
+    #[serde(default)]
+    pub signal: Option<i32>,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub killed_at_deadline: bool,
+    #[serde(default)]
+    pub oom_killed: bool,
+    /// A problem the supervisor saw with the report (e.g. more than one).
+    #[serde(default)]
+    pub integrity: Option<String>,
+    #[serde(default)]
+    pub report: Option<Value>,
+}
+
+/// The sample process's own report.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    /// `pass`, `fail`, or anything else (= upstream's timeout/unknown).
+    pub status: String,
+    pub details: Map<String, Value>,
+    pub test_secs: Option<f64>,
+    /// Test ids that reported a result.
+    pub ran: Vec<String>,
+    pub skipped: u64,
+    /// A tampering check inside the sample process failed.
+    pub integrity: Option<String>,
+    /// The harness itself failed inside the sample process.
+    pub harness_error: Option<String>,
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_default()
+}
+
+impl Report {
+    /// `None` when the value is not an object at all.
+    pub fn parse(v: &Value) -> Option<Report> {
+        let o = v.as_object()?;
+        Some(Report {
+            status: o.get("status").map(text).unwrap_or_default(),
+            details: o
+                .get("details")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+            test_secs: o.get("test_secs").and_then(Value::as_f64),
+            ran: o
+                .get("ran")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(text).collect())
+                .unwrap_or_default(),
+            skipped: o.get("skipped").and_then(Value::as_u64).unwrap_or(0),
+            integrity: o
+                .get("integrity")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            harness_error: o.get("harness_error").filter(|v| !v.is_null()).map(text),
+        })
+    }
+}

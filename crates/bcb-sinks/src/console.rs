@@ -1,0 +1,152 @@
+//! The closing summary on stdout, in the original's words (`Groundtruth pass rate`,
+//! `pass@1:`...), plus where the files are and what the run cost.
+
+use std::io::Write;
+
+use bcb_eval::ground_truth::failure_summary;
+use bcb_eval::{Event, Phase, Sink};
+
+/// Totals of the jobs run in this invocation.
+#[derive(Default)]
+struct Cost {
+    jobs: usize,
+    test_secs: f64,
+    wall_secs: f64,
+    cpu_secs: f64,
+    longest: f64,
+}
+
+pub struct ConsoleSummary {
+    out: Box<dyn Write + Send>,
+    /// `BigCodeBench-Complete (Full)`, printed before the scores.
+    title: String,
+    /// `--check-gt-only`: the ground-truth summary is the whole output.
+    gt_only: bool,
+    /// `--no-gt`: say so instead of a pass rate.
+    no_gt: bool,
+    /// `--save_pass_rate False`: do not name a pass@k file.
+    save_pass_rate: bool,
+    gt_lines: Vec<String>,
+    cost: [Cost; 2],
+    started: std::time::Instant,
+}
+
+impl ConsoleSummary {
+    /// `split` and `subset` name the run in the title (`BigCodeBench-Complete (Full)`).
+    pub fn new(
+        out: Box<dyn Write + Send>,
+        split: &str,
+        subset: &str,
+        gt_only: bool,
+        no_gt: bool,
+        save_pass_rate: bool,
+    ) -> Self {
+        ConsoleSummary {
+            out,
+            title: format!(
+                "BigCodeBench-{} ({})",
+                capitalize(split),
+                capitalize(subset)
+            ),
+            gt_only,
+            no_gt,
+            save_pass_rate,
+            gt_lines: Vec::new(),
+            cost: [Cost::default(), Cost::default()],
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn cost_line(&self, phase: Phase) -> Option<String> {
+        let c = &self.cost[phase as usize];
+        (c.jobs > 0).then(|| {
+            format!(
+                "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s",
+                phase.label(),
+                c.jobs,
+                self.started.elapsed().as_secs_f64(),
+                c.test_secs,
+                c.wall_secs,
+                c.cpu_secs,
+                c.longest
+            )
+        })
+    }
+}
+
+impl Sink for ConsoleSummary {
+    fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
+        match event {
+            Event::PhaseStarted { phase, .. } => {
+                self.cost[*phase as usize] = Cost::default();
+                self.started = std::time::Instant::now();
+            }
+            Event::JobDone { phase, outcome, .. } => {
+                let c = &mut self.cost[*phase as usize];
+                c.jobs += 1;
+                c.test_secs += outcome.test_secs.unwrap_or(0.0);
+                c.wall_secs += outcome.wall_secs;
+                c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
+                c.longest = c.longest.max(outcome.wall_secs);
+            }
+            Event::PhaseFinished { phase } => {
+                if let Some(line) = self.cost_line(*phase) {
+                    tracing::info!("{line}");
+                    writeln!(std::io::stderr(), "{line}")?;
+                }
+            }
+            Event::GroundTruthReady { gt, task_ids } => {
+                let ids = task_ids.iter().map(String::as_str);
+                let rate = gt.pass_rate(ids.clone());
+                let mut lines = vec![format!("Groundtruth pass rate: {rate:.3}")];
+                if rate <= 0.99 {
+                    lines.push("Please be cautious!".into());
+                }
+                let failed = gt.failed(ids);
+                if !failed.is_empty() && !gt.is_empty() {
+                    lines.push(format!("Failed tasks ({}):", failed.len()));
+                    for id in &failed {
+                        let why = gt
+                            .outcome(id)
+                            .map(failure_summary)
+                            .unwrap_or_else(|| "not run".into());
+                        lines.push(format!("  {id}: {why}"));
+                    }
+                }
+                if self.gt_only {
+                    for l in &lines {
+                        writeln!(self.out, "{l}")?;
+                    }
+                }
+                self.gt_lines = lines;
+            }
+            Event::Finished(report) => {
+                writeln!(self.out, "{}", self.title)?;
+                if self.no_gt {
+                    writeln!(self.out, "Groundtruth is not checked")?;
+                } else {
+                    for l in &self.gt_lines {
+                        writeln!(self.out, "{l}")?;
+                    }
+                }
+                for (k, v) in &report.pass_at_k.values {
+                    writeln!(self.out, "pass@{k}:\t{v:.3}")?;
+                }
+                writeln!(self.out, "results: {}", report.results_path.display())?;
+                if self.save_pass_rate {
+                    writeln!(self.out, "pass@k:  {}", report.pass_at_k_path.display())?;
+                }
+            }
+            _ => {}
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}

@@ -1,0 +1,89 @@
+//! The journal writer: every verdict of one phase appended durably the moment it arrives, so
+//! a killed run loses nothing (see `bcb_eval::journal` for the format and the reader).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use bcb_eval::journal::{JournalHeader, JournalRecord};
+use bcb_eval::{Event, Phase, Sink};
+use bcb_samples::JsonlAppender;
+
+pub struct JournalSink {
+    path: PathBuf,
+    header: JournalHeader,
+    phase: Phase,
+    /// Delete the journal when the run is finished (its content is in the result files).
+    drop_when_finished: bool,
+    /// Opened when the phase starts, not before: the session may rewrite the file first.
+    file: Option<JsonlAppender>,
+}
+
+impl JournalSink {
+    pub fn new(path: &Path, header: JournalHeader, phase: Phase, drop_when_finished: bool) -> Self {
+        JournalSink {
+            path: path.to_path_buf(),
+            header,
+            phase,
+            drop_when_finished,
+            file: None,
+        }
+    }
+
+    fn open(&mut self) -> anyhow::Result<()> {
+        let cant = || format!("cannot open journal {}", self.path.display());
+        // A journal of other inputs (or none) is started afresh; a matching one is continued.
+        let keep = self.header_matches();
+        if !keep {
+            std::fs::remove_file(&self.path).ok();
+        }
+        let (mut file, _) = JsonlAppender::open(&self.path).with_context(cant)?;
+        if !keep {
+            file.append(&self.header).with_context(cant)?;
+        }
+        self.file = Some(file);
+        Ok(())
+    }
+
+    fn header_matches(&self) -> bool {
+        use std::io::BufRead;
+        let Ok(file) = std::fs::File::open(&self.path) else {
+            return false;
+        };
+        let mut first = String::new();
+        std::io::BufReader::new(file).read_line(&mut first).is_ok()
+            && serde_json::from_str::<JournalHeader>(&first).is_ok_and(|h| h == self.header)
+    }
+}
+
+impl Sink for JournalSink {
+    fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
+        match event {
+            Event::PhaseStarted { phase, .. } if *phase == self.phase => self.open()?,
+            Event::JobDone {
+                phase,
+                job,
+                outcome,
+            } if *phase == self.phase => {
+                let file = match self.file.as_mut() {
+                    Some(f) => f,
+                    None => {
+                        self.open()?;
+                        self.file.as_mut().expect("just opened")
+                    }
+                };
+                let record = JournalRecord {
+                    id: job.id.clone(),
+                    outcome: (*outcome).clone(),
+                };
+                file.append(&record)
+                    .with_context(|| format!("cannot write journal {}", self.path.display()))?;
+            }
+            Event::Finished(report) if self.drop_when_finished && !report.loaded_existing => {
+                self.file = None;
+                std::fs::remove_file(&self.path).ok();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

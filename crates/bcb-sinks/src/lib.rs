@@ -1,0 +1,65 @@
+//! Sinks: everything that consumes a session's [`Event`](bcb_eval::Event)s. A new output is a
+//! new sink, never a branch in the session or the CLI.
+//!
+//! Order matters where one sink relies on another's work: [`standard`] attaches them so that
+//! the result files are written before the journal that backs them is dropped.
+
+mod console;
+mod files;
+mod journal;
+mod progress;
+
+use std::path::Path;
+
+pub use console::ConsoleSummary;
+pub use files::{backup, EvalResultsFile, PassAtKFile};
+pub use journal::JournalSink;
+pub use progress::{ProgressMode, ProgressSink};
+
+use bcb_eval::journal::{samples_journal_path, JournalHeader};
+use bcb_eval::{GtCache, Phase, Sink};
+
+/// What the standard set of sinks of `bcb evaluate` should do.
+pub struct StandardSinks<'a> {
+    pub gt_cache: Option<&'a GtCache>,
+    /// The samples file (absent for `--check-gt-only`) and its journal key.
+    pub samples: Option<(&'a Path, String)>,
+    pub progress: ProgressMode,
+    /// Write `*_pass_at_k.json` (upstream `--save_pass_rate`).
+    pub save_pass_rate: bool,
+    /// `--force`: an existing results file is moved to `.bak` before the new one is written.
+    pub force: bool,
+    pub console: Option<ConsoleSummary>,
+}
+
+/// The sinks of an evaluation, in the order they must run.
+pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if let Some(cache) = s.gt_cache {
+        sinks.push(Box::new(JournalSink::new(
+            &cache.path,
+            cache.header(),
+            Phase::GroundTruth,
+            false,
+        )));
+    }
+    sinks.push(Box::new(ProgressSink::new(s.progress)));
+    if let Some((samples, key)) = &s.samples {
+        sinks.push(Box::new(EvalResultsFile::new(s.force)));
+        if s.save_pass_rate {
+            sinks.push(Box::new(PassAtKFile));
+        }
+        let journal = samples_journal_path(&bcb_samples::eval_results_path(samples));
+        // Last: it drops the journal once the result files above exist.
+        sinks.push(Box::new(JournalSink::new(
+            &journal,
+            JournalHeader::new(key),
+            Phase::Samples,
+            true,
+        )));
+    }
+    if let Some(console) = s.console {
+        sinks.push(Box::new(console));
+    }
+    sinks
+}

@@ -1,0 +1,166 @@
+//! Test support shared by every crate's tests.
+//!
+//! - [`require`]: a test that needs something outside the repository (the eval env, the
+//!   dataset, the LLM server, the original harness) gets it, or skips saying why — unless CI
+//!   asked for it (`BCB_REQUIRE_<KIND>=1`), where the test fails instead.
+//! - [`FakeExecutor`]: an in-memory [`Executor`] whose outcomes and infrastructure errors a
+//!   test scripts, to test the session logic (resume, retries, journals, files) without Python.
+
+#![allow(clippy::print_stderr)] // skipping tests say why on stderr, as cargo test shows it
+
+use std::collections::HashMap;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use bcb_execute::{Details, ExecError, Executor, Job, JobId, OnDone, Outcome, Status};
+
+/// Something a test may need from outside the repository.
+#[derive(Debug, Clone, Copy)]
+pub enum Need {
+    /// The Python evaluation env (`BCB_PYTHON`).
+    Python,
+    /// The dataset directory (`BCB_DATASET_DIR`).
+    Data,
+    /// The llama.cpp test server (`BCB_LLM_PYTHON`, `BCB_LLM_MODEL`).
+    Llm,
+    /// The original harness (`BCB_UPSTREAM_PYTHON`).
+    Upstream,
+}
+
+impl Need {
+    fn require_var(self) -> &'static str {
+        match self {
+            Need::Python => "BCB_REQUIRE_PYTHON",
+            Need::Data => "BCB_REQUIRE_DATA",
+            Need::Llm => "BCB_REQUIRE_LLM",
+            Need::Upstream => "BCB_REQUIRE_UPSTREAM",
+        }
+    }
+
+    /// Whether CI demands it (a missing dependency then fails the test).
+    pub fn required(self) -> bool {
+        std::env::var(self.require_var()).is_ok_and(|v| v == "1")
+    }
+}
+
+/// Call when `need` is missing: panics if it is required, else says the test is skipped.
+pub fn missing(need: Need, why: &str) {
+    if need.required() {
+        panic!("{}=1 but {why}", need.require_var());
+    }
+    eprintln!("SKIPPED ({need:?} missing): {why}");
+}
+
+/// The path in `var` if it is set and exists; otherwise [`missing`] and `None`.
+pub fn require(need: Need, var: &str, what: &str) -> Option<PathBuf> {
+    match std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+    {
+        Some(p) if p.exists() => Some(p),
+        Some(p) => {
+            missing(
+                need,
+                &format!("{var}={} does not exist ({what})", p.display()),
+            );
+            None
+        }
+        None => {
+            missing(need, &format!("set {var} to {what}"));
+            None
+        }
+    }
+}
+
+/// The eval env's interpreter.
+pub fn python() -> Option<PathBuf> {
+    require(
+        Need::Python,
+        "BCB_PYTHON",
+        "the evaluation interpreter (`bcb env setup` prints it)",
+    )
+}
+
+/// The directory of `bigcodebench-*.jsonl.gz`.
+pub fn dataset_dir() -> Option<PathBuf> {
+    require(
+        Need::Data,
+        "BCB_DATASET_DIR",
+        "the directory of the BigCodeBench files (../shared/bigcodebench)",
+    )
+}
+
+/// What a [`FakeExecutor`] does with one job on one attempt (1 = first).
+pub type Script = dyn Fn(&Job, usize) -> Result<Outcome, ExecError> + Send + Sync;
+
+/// An executor that runs nothing: a script decides each job's outcome or error.
+pub struct FakeExecutor {
+    script: Box<Script>,
+    attempts: Mutex<HashMap<JobId, usize>>,
+}
+
+impl FakeExecutor {
+    pub fn new(
+        script: impl Fn(&Job, usize) -> Result<Outcome, ExecError> + Send + Sync + 'static,
+    ) -> Self {
+        FakeExecutor {
+            script: Box::new(script),
+            attempts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Every job passes (test time 0.1 s).
+    pub fn passing() -> Self {
+        FakeExecutor::new(|_, _| Ok(pass()))
+    }
+
+    /// How many times each job was handed to this executor.
+    pub fn attempts(&self) -> HashMap<JobId, usize> {
+        self.attempts.lock().unwrap().clone()
+    }
+
+    /// Jobs run in all.
+    pub fn total_runs(&self) -> usize {
+        self.attempts.lock().unwrap().values().sum()
+    }
+}
+
+impl Executor for FakeExecutor {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
+        for job in jobs {
+            let attempt = {
+                let mut a = self.attempts.lock().unwrap();
+                let n = a.entry(job.id.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            let result = (self.script)(&job, attempt);
+            if done(job, result).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A passing outcome with a test time of 0.1 s.
+pub fn pass() -> Outcome {
+    let mut o = Outcome::new(Status::Pass, Details::new());
+    o.test_secs = Some(0.1);
+    o.wall_secs = 0.2;
+    o
+}
+
+/// A failing outcome with one failing test.
+pub fn fail(test: &str, traceback: &str) -> Outcome {
+    let mut d = Details::new();
+    d.insert(test, traceback);
+    let mut o = Outcome::new(Status::Fail, d);
+    o.wall_secs = 0.2;
+    o
+}
