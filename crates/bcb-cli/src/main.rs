@@ -2,12 +2,14 @@
 
 mod commands;
 mod common;
+mod generate_progress;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Subcommand};
 
-#[derive(Parser)]
+#[derive(clap::Parser)]
 #[command(
     name = "bcb",
     version,
@@ -37,19 +39,35 @@ enum Command {
     Evaluate(Box<commands::evaluate::Args>),
     /// Write failing samples, tests and tracebacks to a folder for reading.
     Inspect(commands::inspect::Args),
+    /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
+    Merge(commands::merge::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(common::normalize_legacy_args(std::env::args_os()));
+    let matches =
+        Cli::command().get_matches_from(common::normalize_legacy_args(std::env::args_os()));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     common::init_logging(cli.verbose);
+    // Whether a flag was typed (not defaulted): evaluate checks split/subset against the file.
+    let typed = |command: &str, id: &str| {
+        matches
+            .subcommand_matches(command)
+            .and_then(|m| m.value_source(id))
+            == Some(ValueSource::CommandLine)
+    };
     let result = match cli.command {
         Command::Dataset(a) => commands::dataset::run(a),
         Command::Env(a) => commands::env::run(a),
         Command::Generate(a) => commands::generate::run(a),
         Command::Sanitize(a) => commands::sanitize::run(a),
         Command::Syncheck(a) => commands::syncheck::run(a),
-        Command::Evaluate(a) => commands::evaluate::run(*a),
+        Command::Evaluate(mut a) => {
+            a.split_typed = typed("evaluate", "split");
+            a.subset_typed = typed("evaluate", "subset");
+            commands::evaluate::run(*a)
+        }
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::Merge(a) => commands::merge::run(a),
     };
     match result {
         Ok(code) => code,

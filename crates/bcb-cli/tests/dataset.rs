@@ -92,7 +92,8 @@ fn unknown_version_and_missing_file_are_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dataset version `v9`"));
     let empty = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
-        .args(["dataset", "--offline"])
+        // A version that is never embedded, so only files, cache or hub could have it.
+        .args(["dataset", "--offline", "--version", "v0.1.5"])
         .env("BCB_DATASET_DIR", empty.path())
         .env("BCB_CACHE_DIR", empty.path())
         .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
@@ -103,5 +104,39 @@ fn unknown_version_and_missing_file_are_clear_errors() {
     assert!(
         err.contains("offline mode is on") && err.contains("--dataset FILE"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_new_user_needs_no_network_and_no_dataset_variable_for_the_default_version() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+        .args(["dataset", "--subset", "hard", "--json"])
+        .env_remove("BCB_DATASET_DIR")
+        .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
+        .env("BCB_CACHE_DIR", cache.path())
+        .env("BCB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("built without the embedded") {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI builds must embed the default dataset: {stderr}"
+        );
+        eprintln!("SKIP: this build has no embedded dataset");
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tasks"], 148);
+    assert_eq!(v["version"], "v0.1.4");
+    assert!(
+        v["source"].as_str().unwrap().starts_with("embedded copy"),
+        "{v}"
+    );
+    assert_eq!(
+        v["content_sha256"],
+        "af4fed119f71fca6dda51251c294bf566f6ba6c394ee14525152a1a319eab432"
     );
 }

@@ -1,12 +1,15 @@
 //! The BigCodeBench dataset: task rows, versions, subsets and where they are loaded from.
 //!
 //! Sources are tried in a fixed order (see [`DatasetSpec::resolve`]): an explicit file,
-//! a directory named by `BCB_DATASET_DIR`, the local cache, then the Hugging Face hub.
+//! a directory named by `BCB_DATASET_DIR`, the local cache, the default version embedded at
+//! build time (when the build found a verified copy), then the Hugging Face hub.
 
+mod embedded;
 mod hub;
 mod source;
 mod task;
 
+pub use embedded::has_embedded;
 pub use hub::parquet_url;
 pub use source::{cache_dir, file_name, DatasetSpec, Source, DATASET_DIR_ENV, OVERRIDE_PATH_ENV};
 pub use task::{parse_task_ids, task_number, Dataset, Task};

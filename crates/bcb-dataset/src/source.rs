@@ -1,4 +1,5 @@
-//! Where a dataset comes from, in order: explicit path, `BCB_DATASET_DIR`, cache, hub.
+//! Where a dataset comes from, in order: explicit path, `BCB_DATASET_DIR`, cache, the copy
+//! embedded at build time (default version only), hub.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,8 @@ pub struct DatasetSpec {
     pub offline: bool,
     /// Hub base URL (tests point this at a loopback server).
     pub hub_endpoint: String,
+    /// Use the copy built into the binary for the default version (off: `BCB_NO_EMBEDDED=1`).
+    pub embedded: bool,
 }
 
 impl DatasetSpec {
@@ -61,6 +64,7 @@ impl DatasetSpec {
                 || std::env::var_os("BCB_OFFLINE").is_some_and(|v| v == "1"),
             hub_endpoint: std::env::var("HF_ENDPOINT")
                 .unwrap_or_else(|_| "https://huggingface.co".to_string()),
+            embedded: std::env::var_os("BCB_NO_EMBEDDED").is_none_or(|v| v != "1"),
         }
     }
 
@@ -94,14 +98,18 @@ impl DatasetSpec {
         if cached.is_file() {
             return Ok(Source::Cache(cached));
         }
+        if self.embedded && crate::embedded::gz(self.subset, &self.version).is_some() {
+            return Ok(Source::Embedded(cached));
+        }
         if self.offline {
             return Err(DatasetError::NotFound(format!(
-                "{name} is not in {}{} and offline mode is on: pass --dataset FILE, set {DATASET_DIR_ENV}, or go online",
+                "{name} is not in {}{} and offline mode is on: pass --dataset FILE, set {DATASET_DIR_ENV}, or go online{}",
                 self.cache_dir.display(),
                 self.dataset_dir
                     .as_ref()
                     .map(|d| format!(" nor in {}", d.display()))
                     .unwrap_or_default(),
+                crate::embedded::missing_hint(&self.version),
             )));
         }
         Ok(Source::Hub {
@@ -114,6 +122,11 @@ impl DatasetSpec {
     pub fn load(&self) -> Result<Dataset, DatasetError> {
         let path = match self.resolve()? {
             Source::File(p) | Source::Dir(p) | Source::Cache(p) => p,
+            Source::Embedded(cache) => {
+                // Copied out once, so every later run (and `bcb dataset`) reads a plain file.
+                crate::embedded::materialize(self.subset, &self.version, &cache)?;
+                cache
+            }
             Source::Hub { url, cache } => {
                 tracing::info!("downloading {url}");
                 hub::download_to(&url, &cache)?;
@@ -130,7 +143,12 @@ pub enum Source {
     File(PathBuf),
     Dir(PathBuf),
     Cache(PathBuf),
-    Hub { url: String, cache: PathBuf },
+    /// The copy built into the binary, written to this cache file on first use.
+    Embedded(PathBuf),
+    Hub {
+        url: String,
+        cache: PathBuf,
+    },
 }
 
 impl Source {
@@ -139,13 +157,14 @@ impl Source {
             Source::File(p) => format!("file {}", p.display()),
             Source::Dir(p) => format!("{DATASET_DIR_ENV} file {}", p.display()),
             Source::Cache(p) => format!("cache {}", p.display()),
+            Source::Embedded(p) => format!("embedded copy (written to {})", p.display()),
             Source::Hub { url, .. } => format!("hub {url}"),
         }
     }
 
     pub fn path(&self) -> &Path {
         match self {
-            Source::File(p) | Source::Dir(p) | Source::Cache(p) => p,
+            Source::File(p) | Source::Dir(p) | Source::Cache(p) | Source::Embedded(p) => p,
             Source::Hub { cache, .. } => cache,
         }
     }

@@ -231,6 +231,8 @@ impl Hub {
             cache_dir: cache.to_path_buf(),
             offline: false,
             hub_endpoint: self.endpoint.clone(),
+            // These tests are about the hub: never the copy built into the binary.
+            embedded: false,
         }
     }
 }
@@ -542,4 +544,36 @@ fn hf_token_is_sent_as_bearer_not_to_the_cdn_and_never_printed() {
         seen.last().unwrap().authorization.as_deref(),
         Some(&*format!("Bearer {file_token}"))
     );
+}
+
+#[test]
+fn default_version_comes_from_the_embedded_copy_offline_when_nothing_else_has_it() {
+    if !bcb_dataset::has_embedded(Subset::Hard) {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI builds must embed the default dataset (set BCB_DATASET_DIR at build time)"
+        );
+        eprintln!("SKIPPED: this build has no embedded dataset");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let mut spec = DatasetSpec::new(Subset::Hard, None);
+    spec.path = None;
+    spec.dataset_dir = None;
+    spec.cache_dir = cache.path().to_path_buf();
+    spec.offline = true;
+    spec.embedded = true;
+    assert!(matches!(spec.resolve().unwrap(), Source::Embedded(_)));
+    let ds = spec.load().unwrap();
+    assert_eq!(ds.len(), 148);
+    assert_eq!(
+        ds.sha256,
+        "af4fed119f71fca6dda51251c294bf566f6ba6c394ee14525152a1a319eab432"
+    );
+    // Written to the cache once; later runs read it from there.
+    assert!(matches!(spec.resolve().unwrap(), Source::Cache(_)));
+    // Other versions never come from it.
+    let mut other = spec.clone();
+    other.version = "v0.1.5".into();
+    assert!(other.load().is_err());
 }

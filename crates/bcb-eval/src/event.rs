@@ -88,6 +88,8 @@ pub struct RunReport {
     pub resumed: usize,
     /// The results file existed and was used as it is.
     pub loaded_existing: bool,
+    /// A shard's partial run: its verdicts are in its journal, for `bcb merge`.
+    pub shard: Option<crate::journal::ShardTag>,
 }
 
 /// A consumer of events. Called from one thread at a time, in the order events happen.

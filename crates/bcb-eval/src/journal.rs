@@ -17,6 +17,11 @@ pub struct JournalHeader {
     pub bcb_journal: u32,
     /// What the records are valid for (inputs, settings); a different key starts afresh.
     pub key: String,
+    /// A shard's journal says which plan it belongs to, readable by `bcb merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardTag>,
 }
 
 impl JournalHeader {
@@ -24,8 +29,48 @@ impl JournalHeader {
         JournalHeader {
             bcb_journal: JOURNAL_VERSION,
             key: key.to_string(),
+            plan: None,
+            shard: None,
         }
     }
+}
+
+/// What a sharded run is made of: shards merge only when all of this is equal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanInfo {
+    pub version: String,
+    pub subset: String,
+    /// md5 of the dataset file content.
+    pub dataset: String,
+    /// Digest of every (task, program) of the samples file.
+    pub samples: String,
+    pub split: String,
+    pub calibrated: bool,
+    /// Limits, time settings and runtime (see `Settings::verdict_key`).
+    pub settings: String,
+}
+
+/// Shard `index` (1-based, as written on the command line) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardTag {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// `X_eval_results.json` → `X_eval_results.json.shard-I-of-N.jsonl`.
+pub fn shard_journal_path(results_path: &Path, shard: ShardTag) -> PathBuf {
+    let mut s = results_path.as_os_str().to_owned();
+    s.push(format!(".shard-{}-of-{}.jsonl", shard.index, shard.count));
+    PathBuf::from(s)
+}
+
+/// The header line of a journal, if it has one.
+pub fn read_header(path: &Path) -> Option<JournalHeader> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    serde_json::from_str(&first).ok()
 }
 
 /// One finished job.
@@ -53,7 +98,7 @@ pub fn read_journal(path: &Path, key: &str) -> Vec<JournalRecord> {
     let header_ok = lines
         .next()
         .and_then(|l| serde_json::from_str::<JournalHeader>(l).ok())
-        .is_some_and(|h| h == JournalHeader::new(key));
+        .is_some_and(|h| h.bcb_journal == JOURNAL_VERSION && h.key == key);
     if !header_ok {
         return Vec::new();
     }

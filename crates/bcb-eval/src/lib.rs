@@ -11,9 +11,11 @@ pub mod plan;
 mod priors;
 pub mod results;
 pub mod session;
+pub mod shard;
 
 pub use event::{Event, Phase, RunReport, Sink};
 pub use ground_truth::{GroundTruth, GtCache};
 pub use plan::{Samples, Settings, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
-pub use session::{GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};
+pub use session::{build_report, GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};
+pub use shard::{find_shards, merge, ShardPlan};

@@ -2,7 +2,7 @@
 //! ground truth, samples with calibration applied — with time limits and the expected times
 //! that order them (longest first), and a deterministic split into shards.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use bcb_samples::{read_samples, SampleBody};
 use sha2::Digest;
 
 use crate::ground_truth::{canonical_program, GroundTruth};
+use crate::journal::ShardTag;
 use crate::limits::{ground_truth_time_limit, sample_time_limit};
 use crate::priors;
 
@@ -233,6 +234,53 @@ pub struct Shard {
     pub count: usize,
 }
 
+impl Shard {
+    /// As written in journals: 1-based.
+    pub fn tag(self) -> ShardTag {
+        ShardTag {
+            index: self.index + 1,
+            count: self.count,
+        }
+    }
+
+    /// `--shard auto`: the scheduler's array index. Slurm: `SLURM_ARRAY_TASK_ID` (relative to
+    /// `SLURM_ARRAY_TASK_MIN`) of `SLURM_ARRAY_TASK_COUNT`; Kubernetes Indexed Jobs:
+    /// `JOB_COMPLETION_INDEX` (0-based) of `count` (`--shard-count`, the Job's completions).
+    pub fn from_scheduler(count: Option<usize>) -> Result<Shard, String> {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        };
+        if let Some(id) = var("SLURM_ARRAY_TASK_ID") {
+            let min = var("SLURM_ARRAY_TASK_MIN").unwrap_or(0);
+            let n = count.or_else(|| var("SLURM_ARRAY_TASK_COUNT")).ok_or(
+                "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: pass --shard-count",
+            )?;
+            return Shard::checked(
+                id.checked_sub(min)
+                    .ok_or("SLURM_ARRAY_TASK_ID < SLURM_ARRAY_TASK_MIN")?,
+                n,
+            );
+        }
+        if let Some(index) = var("JOB_COMPLETION_INDEX") {
+            let n = count
+                .ok_or("JOB_COMPLETION_INDEX is set: pass --shard-count (the Job's completions)")?;
+            return Shard::checked(index, n);
+        }
+        Err("--shard auto needs SLURM_ARRAY_TASK_ID (a Slurm array job) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)".into())
+    }
+
+    fn checked(index: usize, count: usize) -> Result<Shard, String> {
+        if count == 0 || index >= count {
+            return Err(format!(
+                "shard index {index} is not below the shard count {count}"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
 impl std::str::FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -257,23 +305,54 @@ impl std::str::FromStr for Shard {
     }
 }
 
-/// The jobs of `shard`: a deterministic split balanced by expected time (longest first, each
-/// to the least loaded shard, ties to the lower index). Every shard computes the same split
-/// from the same plan, so together they run each job exactly once.
-pub fn partition(jobs: Vec<Job>, shard: Shard) -> Vec<Job> {
-    let mut sorted = jobs;
-    longest_first(&mut sorted);
+/// The tasks of `shard`: a deterministic split of the dataset, balanced by expected cost
+/// (the shipped ground-truth timings, times one plus the task's sample count) — longest first,
+/// each to the least loaded shard, ties to the lower index. It depends only on the dataset and
+/// the samples, never on a machine's cache, so every shard computes the same split; a task's
+/// ground truth and all its samples land in the same shard, so its time limits are exact.
+pub fn shard_tasks(dataset: &Dataset, samples: Option<&Samples>, shard: Shard) -> HashSet<String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for p in samples.map(|s| s.programs.as_slice()).unwrap_or_default() {
+        *count.entry(p.id.task_id.as_str()).or_default() += 1;
+    }
+    let mut weighted: Vec<(f64, &str)> = dataset
+        .tasks()
+        .iter()
+        .map(|t| {
+            let prior = priors::expected_secs(&t.task_id).unwrap_or(1.0).max(0.01);
+            let n = count.get(t.task_id.as_str()).copied().unwrap_or(0);
+            (prior * (1 + n) as f64, t.task_id.as_str())
+        })
+        .collect();
+    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     let mut load = vec![0.0f64; shard.count];
-    sorted
-        .into_iter()
-        .filter(|job| {
-            // Unknown jobs weigh like the fallback ground-truth time would make them cost.
-            let weight = job.expected_secs.unwrap_or(1.0).max(0.01);
-            let target = (0..shard.count)
-                .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
-                .expect("count > 0");
-            load[target] += weight;
-            target == shard.index
+    let mut mine = HashSet::new();
+    for (weight, task) in weighted {
+        let target = (0..shard.count)
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]).then(a.cmp(&b)))
+            .expect("count > 0");
+        load[target] += weight;
+        if target == shard.index {
+            mine.insert(task.to_string());
+        }
+    }
+    mine
+}
+
+/// The expected cost of each shard (same weights as [`shard_tasks`]), for balance checks.
+pub fn shard_loads(dataset: &Dataset, samples: Option<&Samples>, count: usize) -> Vec<f64> {
+    (0..count)
+        .map(|index| {
+            let tasks = shard_tasks(dataset, samples, Shard { index, count });
+            let n = |id: &str| {
+                samples.map_or(0, |s| {
+                    s.programs.iter().filter(|p| p.id.task_id == id).count()
+                })
+            };
+            tasks
+                .iter()
+                .map(|id| priors::expected_secs(id).unwrap_or(1.0).max(0.01) * (1 + n(id)) as f64)
+                .sum()
         })
         .collect()
 }
@@ -281,40 +360,6 @@ pub fn partition(jobs: Vec<Job>, shard: Shard) -> Vec<Job> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn job(task: usize, secs: f64) -> Job {
-        let code = format!("x = {task}");
-        Job {
-            id: JobId::new(&format!("BigCodeBench/{task}"), Program::Sample(0), &code),
-            code,
-            test: String::new(),
-            entry_point: "task_func".into(),
-            time_limit: Duration::from_secs(1),
-            expected_secs: Some(secs),
-        }
-    }
-
-    #[test]
-    fn shards_cover_every_job_once_and_balance() {
-        let jobs: Vec<Job> = (0..200).map(|i| job(i, 0.1 + (i % 17) as f64)).collect();
-        let total: f64 = jobs.iter().filter_map(|j| j.expected_secs).sum();
-        for n in 1..=4 {
-            let mut seen = Vec::new();
-            let mut largest = 0.0f64;
-            for i in 0..n {
-                let part = partition(jobs.clone(), Shard { index: i, count: n });
-                largest = largest.max(part.iter().filter_map(|j| j.expected_secs).sum());
-                seen.extend(part.into_iter().map(|j| j.id));
-            }
-            seen.sort();
-            seen.dedup();
-            assert_eq!(seen.len(), jobs.len(), "n={n}");
-            assert!(
-                largest <= total / n as f64 * 1.15,
-                "n={n}: {largest} vs {total}"
-            );
-        }
-    }
 
     #[test]
     fn shard_spelling() {

@@ -17,8 +17,11 @@ use crate::event::{Event, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
 use crate::passk::mean_pass_at_k;
-use crate::plan::{ground_truth_jobs, sample_jobs, samples_journal_key, Samples, Settings};
+use crate::plan::{
+    ground_truth_jobs, sample_jobs, samples_journal_key, SampleProgram, Samples, Settings,
+};
 use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
+use crate::shard::ShardPlan;
 
 /// How often jobs without a verdict are tried again before the run stops.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +83,8 @@ pub struct Request {
     pub run: SampleRun,
     /// Workers, for the start-up line.
     pub parallel: usize,
+    /// Run only this shard's tasks, everything kept in its own journal.
+    pub shard: Option<ShardPlan>,
 }
 
 /// Options of the samples phase.
@@ -155,13 +160,25 @@ impl<'a> Session<'a> {
             parallel: request.parallel,
             protections: &self.executor.protections(),
         })?;
+        // A shard keeps its ground truth in its own journal, next to its samples' verdicts.
+        let shard_cache = request.shard.as_ref().map(|s| GtCache {
+            path: s.journal.clone(),
+            key: s.header.key.clone(),
+        });
+        let cache = shard_cache.as_ref().unwrap_or(cache);
+        let only = request.shard.as_ref().map(|s| &s.tasks);
         let gt = match request.gt {
             GtMode::Skip => self.skip_ground_truth()?,
-            GtMode::Use => self.ground_truth(cache, false)?,
-            GtMode::Recheck => self.ground_truth(cache, true)?,
+            GtMode::Use => self.ground_truth_of(cache, false, only)?,
+            GtMode::Recheck => self.ground_truth_of(cache, true, only)?,
         };
         match &request.samples {
-            Some(samples) => Ok(Some(self.evaluate(samples, &gt, &request.run)?)),
+            Some(samples) => Ok(Some(self.evaluate_in(
+                samples,
+                &gt,
+                &request.run,
+                request.shard.as_ref(),
+            )?)),
             None => Ok(None),
         }
     }
@@ -174,7 +191,17 @@ impl<'a> Session<'a> {
         cache: &GtCache,
         recheck: bool,
     ) -> Result<GroundTruth, SessionError> {
-        let ids = self.task_ids();
+        self.ground_truth_of(cache, recheck, None)
+    }
+
+    fn ground_truth_of(
+        &self,
+        cache: &GtCache,
+        recheck: bool,
+        only: Option<&HashSet<String>>,
+    ) -> Result<GroundTruth, SessionError> {
+        let mine = |id: &str| only.is_none_or(|o| o.contains(id));
+        let ids: Vec<String> = self.task_ids().into_iter().filter(|id| mine(id)).collect();
         let previous = if recheck {
             let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
             cache.forget(&refs)?
@@ -186,9 +213,9 @@ impl<'a> Session<'a> {
             .dataset
             .tasks()
             .iter()
-            .filter(|t| !gt.contains(&t.task_id));
+            .filter(|t| mine(&t.task_id) && !gt.contains(&t.task_id));
         let jobs = ground_truth_jobs(todo, self.settings, &previous);
-        let done = self.dataset.len() - jobs.len();
+        let done = ids.len() - jobs.len();
         if jobs.is_empty() {
             tracing::info!("ground truth loaded from {}", cache.path.display());
         }
@@ -220,8 +247,18 @@ impl<'a> Session<'a> {
         gt: &GroundTruth,
         opts: &SampleRun,
     ) -> Result<RunReport, SessionError> {
+        self.evaluate_in(samples, gt, opts, None)
+    }
+
+    fn evaluate_in(
+        &self,
+        samples: &Samples,
+        gt: &GroundTruth,
+        opts: &SampleRun,
+        shard: Option<&ShardPlan>,
+    ) -> Result<RunReport, SessionError> {
         let results_path = eval_results_path(&samples.path);
-        let loaded_existing = results_path.is_file() && !opts.force;
+        let loaded_existing = shard.is_none() && results_path.is_file() && !opts.force;
         let (mut executed, mut resumed) = (0, 0);
         let results = if loaded_existing {
             self.emit(&Event::ResultsLoaded {
@@ -229,14 +266,25 @@ impl<'a> Session<'a> {
             })?;
             EvalResults::load(&results_path)?
         } else {
-            let key = samples_journal_key(samples, self.settings);
-            let planned: HashSet<&JobId> = samples.programs.iter().map(|p| &p.id).collect();
-            let mut done: HashMap<JobId, Outcome> =
-                read_journal(&samples_journal_path(&results_path), &key)
-                    .into_iter()
-                    .filter(|r| planned.contains(&r.id))
-                    .map(|r| (r.id, r.outcome))
-                    .collect();
+            let (journal, key) = match shard {
+                Some(s) => (s.journal.clone(), s.header.key.clone()),
+                None => (
+                    samples_journal_path(&results_path),
+                    samples_journal_key(samples, self.settings),
+                ),
+            };
+            let mine = |id: &JobId| shard.is_none_or(|s| s.tasks.contains(&id.task_id));
+            let planned: HashSet<&JobId> = samples
+                .programs
+                .iter()
+                .map(|p| &p.id)
+                .filter(|id| mine(id))
+                .collect();
+            let mut done: HashMap<JobId, Outcome> = read_journal(&journal, &key)
+                .into_iter()
+                .filter(|r| planned.contains(&r.id))
+                .map(|r| (r.id, r.outcome))
+                .collect();
             resumed = done.len();
             let todo = samples
                 .programs
@@ -245,72 +293,23 @@ impl<'a> Session<'a> {
             let jobs = sample_jobs(self.dataset, todo, self.settings, gt);
             executed = jobs.len();
             done.extend(self.run_phase(Phase::Samples, jobs, resumed)?);
-            self.assemble(samples, &done)
+            assemble(self.dataset, samples, &done)
         };
-        let ids = self.task_ids();
-        let counts = results.counts(ids.iter().map(String::as_str));
-        let values = opts
-            .pass_k
-            .iter()
-            .filter_map(|&k| mean_pass_at_k(&counts, k).map(|v| (k, v)))
-            .collect();
-        let (gt_pass_rate, failed_tasks) = if opts.no_gt {
-            (0.0, ids.clone())
-        } else {
-            (
-                gt.pass_rate(ids.iter().map(String::as_str)),
-                gt.failed(ids.iter().map(String::as_str)),
-            )
-        };
-        let report = RunReport {
-            pass_at_k_path: pass_at_k_path(&results_path),
-            pass_at_k: PassAtK {
-                values,
-                model: model_name(&samples.path),
-                split: self.settings.split.as_str().to_string(),
-                subset: self.dataset.subset.as_str().to_string(),
-                calibrated: self.settings.calibrated,
-                gt_pass_rate,
-                failed_tasks,
-            },
-            samples_path: samples.path.clone(),
-            results_path,
+        let mut report = build_report(
+            self.dataset,
+            self.settings.split.as_str(),
+            self.settings.calibrated,
+            samples,
+            gt,
             results,
-            executed,
-            resumed,
-            loaded_existing,
-        };
+            opts,
+        );
+        report.executed = executed;
+        report.resumed = resumed;
+        report.loaded_existing = loaded_existing;
+        report.shard = shard.map(|s| s.shard.tag());
         self.emit(&Event::Finished(&report))?;
         Ok(report)
-    }
-
-    /// Results in upstream's order: tasks as in the dataset, samples by completion id.
-    fn assemble(&self, samples: &Samples, done: &HashMap<JobId, Outcome>) -> EvalResults {
-        let mut by_task: HashMap<&str, Vec<&crate::plan::SampleProgram>> = HashMap::new();
-        for p in &samples.programs {
-            by_task.entry(p.id.task_id.as_str()).or_default().push(p);
-        }
-        let mut results = EvalResults::now();
-        for task in self.dataset.tasks() {
-            let Some(list) = by_task.get_mut(task.task_id.as_str()) else {
-                continue;
-            };
-            list.sort_by_key(|p| p.completion_id);
-            let entries = list
-                .iter()
-                .filter_map(|p| {
-                    let o = done.get(&p.id)?;
-                    Some(SampleResult {
-                        task_id: task.task_id.clone(),
-                        solution: p.solution.clone(),
-                        status: o.status,
-                        details: o.details.clone(),
-                    })
-                })
-                .collect();
-            results.eval.insert(task.task_id.clone(), entries);
-        }
-        results
     }
 
     /// Runs `jobs` to a verdict each, retrying those that got an [`ExecError`]; returns the
@@ -440,6 +439,90 @@ impl<'a> Session<'a> {
             retry,
             error: st.error,
         })
+    }
+}
+
+/// Results in upstream's order: tasks as in the dataset, samples by completion id. Samples
+/// without an outcome (another shard's) are left out.
+pub fn assemble(
+    dataset: &Dataset,
+    samples: &Samples,
+    done: &HashMap<JobId, Outcome>,
+) -> EvalResults {
+    let mut by_task: HashMap<&str, Vec<&SampleProgram>> = HashMap::new();
+    for p in &samples.programs {
+        by_task.entry(p.id.task_id.as_str()).or_default().push(p);
+    }
+    let mut results = EvalResults::now();
+    for task in dataset.tasks() {
+        let Some(list) = by_task.get_mut(task.task_id.as_str()) else {
+            continue;
+        };
+        list.sort_by_key(|p| p.completion_id);
+        let entries: Vec<SampleResult> = list
+            .iter()
+            .filter_map(|p| {
+                let o = done.get(&p.id)?;
+                Some(SampleResult {
+                    task_id: task.task_id.clone(),
+                    solution: p.solution.clone(),
+                    status: o.status,
+                    details: o.details.clone(),
+                })
+            })
+            .collect();
+        if !entries.is_empty() {
+            results.eval.insert(task.task_id.clone(), entries);
+        }
+    }
+    results
+}
+
+/// The report of a complete set of results: pass@k over the dataset's tasks and upstream's
+/// ground-truth fields. Shared by a run and by `bcb merge`.
+pub fn build_report(
+    dataset: &Dataset,
+    split: &str,
+    calibrated: bool,
+    samples: &Samples,
+    gt: &GroundTruth,
+    results: EvalResults,
+    opts: &SampleRun,
+) -> RunReport {
+    let ids: Vec<&str> = dataset.tasks().iter().map(|t| t.task_id.as_str()).collect();
+    let counts = results.counts(ids.iter().copied());
+    let values = opts
+        .pass_k
+        .iter()
+        .filter_map(|&k| mean_pass_at_k(&counts, k).map(|v| (k, v)))
+        .collect();
+    let (gt_pass_rate, failed_tasks) = if opts.no_gt {
+        (0.0, ids.iter().map(|s| s.to_string()).collect())
+    } else {
+        (
+            gt.pass_rate(ids.iter().copied()),
+            gt.failed(ids.iter().copied()),
+        )
+    };
+    let results_path = eval_results_path(&samples.path);
+    RunReport {
+        pass_at_k_path: pass_at_k_path(&results_path),
+        pass_at_k: PassAtK {
+            values,
+            model: model_name(&samples.path),
+            split: split.to_string(),
+            subset: dataset.subset.as_str().to_string(),
+            calibrated,
+            gt_pass_rate,
+            failed_tasks,
+        },
+        samples_path: samples.path.clone(),
+        results_path,
+        results,
+        executed: 0,
+        resumed: 0,
+        loaded_existing: false,
+        shard: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //!   overhead client URL [N] [--fsync]
 //!
 //! bench/generate-overhead.sh pins the two to different cores.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // examples and tests report to the person running them
 
 use std::io::Read;
 use std::sync::Arc;
@@ -47,7 +48,6 @@ fn main() -> anyhow::Result<()> {
             o.n_samples = n;
             o.temperature = Temperature::parse("0.8").map_err(anyhow::Error::msg)?;
             o.concurrency = Some(256);
-            o.progress = false;
             o.durable = fsync;
             let t0 = Instant::now();
             let out = bcb_generate::run_codegen(&o, &ds)?;

@@ -50,6 +50,15 @@ impl ApiError {
         }
     }
 
+    /// The URL when this is a failure to connect at all (refused, unknown host, connect
+    /// timeout), as opposed to an error the server answered with.
+    pub fn connection_failure_url(&self) -> Option<&str> {
+        match self {
+            ApiError::Transport { kind, url, .. } if *kind == "connection failure" => Some(url),
+            _ => None,
+        }
+    }
+
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ApiError::Status { retry_after, .. } => *retry_after,

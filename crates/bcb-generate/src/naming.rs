@@ -19,6 +19,8 @@ pub struct NameParts<'a> {
     pub reasoning_budget: u32,
     pub reasoning_beta: &'a str,
     pub skip_prefill: bool,
+    /// `--lora_path`: added as `--lora-{path}`, as the original does.
+    pub lora_path: Option<&'a str>,
 }
 
 /// `{root}/{MODEL}[--skip_prefill]--{revision}--bigcodebench[-hard]-{split}--{backend}-{temp}-{n}-sanitized_calibrated.jsonl`
@@ -31,6 +33,9 @@ pub fn samples_path(p: &NameParts) -> PathBuf {
         || model.ends_with("-reasoner")
     {
         model = format!("{model}--{}", p.reasoning_effort);
+    }
+    if let Some(lora) = p.lora_path.filter(|l| !l.is_empty()) {
+        model = format!("{model}--lora-{lora}");
     }
     if p.backend == "anthropic" && p.reasoning_budget > 0 && !p.reasoning_beta.is_empty() {
         model = format!("{model}--{}-{}", p.reasoning_budget, p.reasoning_beta);
@@ -81,6 +86,7 @@ mod tests {
             reasoning_budget: 0,
             reasoning_beta: "output-128k-2025-02-19",
             skip_prefill: false,
+            lora_path: None,
         }
     }
 

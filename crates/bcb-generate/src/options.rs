@@ -21,6 +21,11 @@ pub enum Backend {
     Ollama,
     /// A llama.cpp server started for the run from a local GGUF file.
     LlamaCpp,
+    /// `vllm serve` started for the run (the original's default backend), spoken to over its
+    /// OpenAI API with the original's prompt shape.
+    Vllm,
+    /// The Hugging Face Inference API (text generation), as the original calls it.
+    HfInference,
 }
 
 impl Backend {
@@ -32,6 +37,8 @@ impl Backend {
             Backend::Mistral => "mistral",
             Backend::Ollama => "ollama",
             Backend::LlamaCpp => "llamacpp",
+            Backend::Vllm => "vllm",
+            Backend::HfInference => "hf-inference",
         }
     }
 
@@ -42,6 +49,9 @@ impl Backend {
             Backend::Anthropic => 4,
             Backend::Ollama => 1,
             Backend::LlamaCpp => 2,
+            // vLLM batches continuously: many requests in flight keep it busy.
+            Backend::Vllm => 32,
+            Backend::HfInference => 4,
         }
     }
 }
@@ -62,16 +72,19 @@ impl FromStr for Backend {
             "mistral" => Backend::Mistral,
             "ollama" => Backend::Ollama,
             "llamacpp" | "llama.cpp" | "local" => Backend::LlamaCpp,
-            "vllm" | "hf" | "hf-inference" => {
-                return Err(format!(
-                    "backend `{s}` loads the model in-process, which bcb does not do: serve the model \
-                     (`vllm serve MODEL`, TGI, SGLang, llama.cpp) and use `--backend openai --base-url http://127.0.0.1:PORT/v1`, \
-                     or pass a .gguf file as --model"
-                ))
+            "vllm" => Backend::Vllm,
+            "hf-inference" | "hf_inference" => Backend::HfInference,
+            "hf" => {
+                return Err(
+                    "backend `hf` runs transformers in-process, which bcb does not do: use --backend vllm \
+                     (starts `vllm serve`), a .gguf file as --model (llama.cpp), or serve the model with TGI \
+                     and pass --backend openai --base-url http://127.0.0.1:PORT/v1"
+                        .to_string(),
+                )
             }
             other => {
                 return Err(format!(
-                "unknown backend `{other}`: expected openai, anthropic, google, mistral, ollama or llamacpp"
+                "unknown backend `{other}`: expected vllm, hf-inference, openai, anthropic, google, mistral, ollama or llamacpp"
             ))
             }
         })
@@ -156,7 +169,47 @@ pub struct GenerateOptions {
     pub price_input: Option<f64>,
     pub price_output: Option<f64>,
     pub local: LocalServerOptions,
-    pub progress: bool,
+    pub vllm: VllmOptions,
+    /// Stop the run after this many connection failures in a row, across tasks (0 = never).
+    pub max_connection_failures: u32,
+    /// Remove `<think>…</think>` blocks before extracting code (the one rule that
+    /// `bcb sanitize` follows too).
+    pub strip_think: bool,
+}
+
+/// How `--backend vllm` starts `vllm serve` (the original's vLLM arguments).
+#[derive(Debug, Clone)]
+pub struct VllmOptions {
+    /// The `vllm` executable (default: `vllm` on PATH).
+    pub bin: PathBuf,
+    /// `--tensor-parallel-size` (the original: `--tp`, overridden by `VLLM_N_GPUS`).
+    pub tp: u32,
+    pub max_model_len: u32,
+    pub lora_path: Option<String>,
+    pub trust_remote_code: bool,
+    pub tokenizer_name: Option<String>,
+    /// Accepted for compatibility: `vllm serve` has no switch for the slow "legacy" tokenizer.
+    pub tokenizer_legacy: bool,
+    /// Seconds to wait for the server to answer `/health` (downloads and loading included).
+    pub startup_timeout: Duration,
+    /// More `vllm serve` arguments, passed as given.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for VllmOptions {
+    fn default() -> Self {
+        VllmOptions {
+            bin: PathBuf::from("vllm"),
+            tp: 1,
+            max_model_len: 12800,
+            lora_path: None,
+            trust_remote_code: false,
+            tokenizer_name: None,
+            tokenizer_legacy: false,
+            startup_timeout: Duration::from_secs(1800),
+            extra_args: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -223,7 +276,9 @@ impl GenerateOptions {
             price_input: None,
             price_output: None,
             local: LocalServerOptions::default(),
-            progress: true,
+            vllm: VllmOptions::default(),
+            max_connection_failures: 6,
+            strip_think: true,
         }
     }
 
@@ -239,6 +294,10 @@ impl GenerateOptions {
                 "sampling {} samples per task needs a temperature above 0 (or use --greedy for one sample)",
                 self.n_samples
             );
+        }
+        if self.backend == Backend::Vllm {
+            // The original's vLLM prompt: the answer is prefilled unless --skip_prefill.
+            self.prefill = !self.skip_prefill && !self.direct_completion;
         }
         if self.n_samples == 0 {
             anyhow::bail!("--n-samples must be at least 1");
@@ -279,6 +338,7 @@ impl GenerateOptions {
             reasoning_budget: self.reasoning_budget,
             reasoning_beta: &self.reasoning_beta,
             skip_prefill: self.skip_prefill,
+            lora_path: self.vllm.lora_path.as_deref(),
         })
     }
 }

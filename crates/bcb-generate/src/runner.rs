@@ -1,10 +1,10 @@
-//! A generation run: work out what is missing, send requests concurrently under the
-//! configured limits, and append every finished sample to the journal as it arrives.
+//! A generation run: check the inputs, work out what is missing, send requests concurrently
+//! under the configured limits, journal every sample as it arrives, then write the final file.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,15 +13,15 @@ use backon::{ExponentialBuilder, Retryable};
 use bcb_dataset::{Dataset, Task};
 use bcb_samples::JsonlAppender;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::error::{ApiError, ErrorClass};
 use crate::http::Http;
-use crate::local::LocalServer;
 use crate::options::{Backend, GenerateOptions};
+use crate::progress::{Event, Quiet, Reporter, Snapshot};
 use crate::prompt::{chat_user_message, prefill_text, strip_think, task_prompt};
 use crate::providers::{make_provider, GenRequest, Prompt, Provider, Usage};
+use crate::samples_file;
 
 /// One request's worth of work: `n` samples of one task.
 #[derive(Debug, Clone)]
@@ -107,17 +107,68 @@ struct Stats {
     input_tokens: AtomicU64,
     output_tokens: AtomicU64,
     written: AtomicU64,
+    failed_tasks: AtomicU64,
 }
 
-/// Runs generation for `dataset` (blocking; starts its own async runtime).
+/// Turns the counters into snapshots for the reporter.
+#[derive(Clone)]
+struct Tracker {
+    stats: Arc<Stats>,
+    total: u64,
+    started: Instant,
+    reporter: Arc<dyn Reporter>,
+    prices: (Option<f64>, Option<f64>),
+}
+
+impl Tracker {
+    fn snapshot(&self) -> Snapshot {
+        let usage = Usage {
+            input_tokens: self.stats.input_tokens.load(Ordering::Relaxed),
+            output_tokens: self.stats.output_tokens.load(Ordering::Relaxed),
+        };
+        Snapshot {
+            done: self.stats.written.load(Ordering::Relaxed),
+            total: self.total,
+            failed_tasks: self.stats.failed_tasks.load(Ordering::Relaxed),
+            retries: self.stats.retries.load(Ordering::Relaxed),
+            output_tokens: usage.output_tokens,
+            elapsed: self.started.elapsed(),
+            cost_usd: price(self.prices, usage),
+        }
+    }
+
+    fn report_progress(&self) {
+        self.reporter.event(&Event::Progress(self.snapshot()));
+    }
+
+    fn report_failure(&self, task_id: &str, error: &str) {
+        self.stats.failed_tasks.fetch_add(1, Ordering::Relaxed);
+        self.reporter.event(&Event::TaskFailed {
+            task_id: task_id.to_string(),
+            error: error.to_string(),
+            snapshot: self.snapshot(),
+        });
+    }
+}
+
+/// Runs generation for `dataset` (blocking; starts its own async runtime), reporting nothing.
 pub fn run_codegen(opts: &GenerateOptions, dataset: &Dataset) -> anyhow::Result<Outcome> {
+    run_codegen_with(opts, dataset, Arc::new(Quiet))
+}
+
+/// Runs generation for `dataset`, telling `reporter` what happens.
+pub fn run_codegen_with(
+    opts: &GenerateOptions,
+    dataset: &Dataset,
+    reporter: Arc<dyn Reporter>,
+) -> anyhow::Result<Outcome> {
     let mut opts = opts.clone();
     opts.normalize()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(run_async(opts, dataset))
+    rt.block_on(run_async(opts, dataset, reporter))
 }
 
 /// The tasks selected by `--id-range` and the id list, in dataset order.
@@ -163,42 +214,46 @@ pub fn build_prompt(opts: &GenerateOptions, task: &Task) -> Prompt {
     }
 }
 
-async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Result<Outcome> {
+async fn run_async(
+    mut opts: GenerateOptions,
+    dataset: &Dataset,
+    reporter: Arc<dyn Reporter>,
+) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let tasks = selected_tasks(&opts, dataset)?;
     let path = opts.target_path();
-    if !opts.resume {
-        match std::fs::remove_file(&path) {
-            Ok(()) => tracing::info!("removed {} (--no-resume)", path.display()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
-        }
-    }
-    let (journal, existing) = JsonlAppender::open(&path)
-        .with_context(|| format!("cannot open the samples file {}", path.display()))?;
-    // Each line is written (so it survives a killed process) as it arrives; fsync (for power
-    // loss) is done once per batch of queued samples through a second handle to the same file.
-    let journal = journal.without_sync();
-    let syncer = if opts.durable {
-        Some(
-            std::fs::File::open(&path)
-                .with_context(|| format!("cannot open {}", path.display()))?,
-        )
-    } else {
-        None
-    };
-    let mut have: HashMap<String, u32> = HashMap::new();
-    for rec in &existing {
-        if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
-            *have.entry(id.to_string()).or_default() += 1;
-        }
-    }
+    let journal_path = samples_file::journal_path(&path);
 
+    // Inputs first (API key, model file, server binary): nothing is created, removed or
+    // started until they pass.
     let concurrency = opts
         .concurrency
         .unwrap_or_else(|| opts.backend.default_concurrency())
         .max(1);
     opts.concurrency = Some(concurrency);
+    let served = crate::serve::check(&opts)?;
+    let api_provider = match served {
+        Some(_) => None,
+        None => Some(make_provider(&opts, opts.base_url.as_deref())?),
+    };
+
+    if !opts.resume {
+        for p in [&path, &journal_path] {
+            match std::fs::remove_file(p) {
+                Ok(()) => tracing::info!("removed {} (--no-resume)", p.display()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot remove {}", p.display())),
+            }
+        }
+    }
+    let previous = samples_file::read_final(&path)?;
+    let journaled = samples_file::read_journal(&journal_path)?;
+    let mut have: HashMap<String, u32> = HashMap::new();
+    for rec in previous.iter().chain(&journaled) {
+        if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
+            *have.entry(id.to_string()).or_default() += 1;
+        }
+    }
 
     let mut already = 0u64;
     let mut wanted = 0u64;
@@ -210,16 +265,19 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         wanted += m as u64;
         missing.push(m);
     }
-    eprintln!(
-        "{}: {} tasks, {} samples present, {} to generate -> {}",
-        opts.model_label,
-        tasks.len(),
-        already,
-        wanted,
-        path.display()
-    );
+    reporter.event(&Event::Plan {
+        model: opts.model_label.clone(),
+        tasks: tasks.len(),
+        present: already,
+        to_generate: wanted,
+        path: path.clone(),
+    });
     let stats = Arc::new(Stats::default());
     if wanted == 0 {
+        if !journaled.is_empty() {
+            // A killed run left every sample in the journal: write the final file from it.
+            samples_file::finalize(dataset, &path, previous)?;
+        }
         return Ok(Outcome {
             path,
             tasks: tasks.len(),
@@ -235,23 +293,37 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         });
     }
 
-    // A local GGUF: serve it for the run; it stops when `_server` drops.
+    // A local GGUF or `vllm serve`: started for the run; it stops when `_server` drops.
     let mut _server = None;
-    let mut base_url = opts.base_url.clone();
-    if opts.backend == Backend::LlamaCpp {
-        let model_path = PathBuf::from(&opts.model);
-        let alias = opts.model_label.clone();
-        let local = opts.local.clone();
-        let server = tokio::task::spawn_blocking(move || {
-            LocalServer::start(&model_path, &alias, concurrency, &local)
-        })
-        .await??;
-        base_url = Some(format!("{}/v1", server.base_url()));
-        opts.model = opts.model_label.clone();
-        _server = Some(server);
-    }
+    let provider: Arc<dyn Provider> = match (served, api_provider) {
+        (Some(kind), _) => {
+            let o = opts.clone();
+            let server =
+                tokio::task::spawn_blocking(move || crate::serve::start(kind, &o, concurrency))
+                    .await??;
+            let base_url = format!("{}/v1", server.base_url());
+            opts.model = server.model_name().to_string();
+            _server = Some(server);
+            Arc::from(make_provider(&opts, Some(&base_url))?)
+        }
+        (None, Some(p)) => Arc::from(p),
+        (None, None) => unreachable!("a provider or a server"),
+    };
 
-    let provider: Arc<dyn Provider> = Arc::from(make_provider(&opts, base_url.as_deref())?);
+    let (journal, _) = JsonlAppender::open(&journal_path)
+        .with_context(|| format!("cannot open the journal {}", journal_path.display()))?;
+    // Each line is written (so it survives a killed process) as it arrives; fsync (for power
+    // loss) is done once per batch of queued samples through a second handle to the same file.
+    let journal = journal.without_sync();
+    let syncer = if opts.durable {
+        Some(
+            std::fs::File::open(&journal_path)
+                .with_context(|| format!("cannot open {}", journal_path.display()))?,
+        )
+    } else {
+        None
+    };
+
     let http = Http::new(opts.request_timeout, concurrency)?;
     let max_n = provider.max_n().max(1);
     let mut units = Vec::new();
@@ -264,17 +336,13 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         }
     }
 
-    let pb = if opts.progress {
-        ProgressBar::new(wanted)
-    } else {
-        ProgressBar::hidden()
+    let tracker = Tracker {
+        stats: stats.clone(),
+        total: wanted,
+        started,
+        reporter: reporter.clone(),
+        prices: (opts.price_input, opts.price_output),
     };
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} samples {msg} (eta {eta})",
-        )
-        .expect("valid template"),
-    );
 
     // The journal writer: one thread, so appends never interleave and per-task counts are
     // exact even when several requests for one task finish together.
@@ -290,7 +358,7 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
             .map(|id| have.get(id).copied().unwrap_or(0))
             .collect();
         let stats = stats.clone();
-        let pb = pb.clone();
+        let tracker = tracker.clone();
         let write_error = write_error.clone();
         let stop = stop.clone();
         let stop_notify = stop_notify.clone();
@@ -323,9 +391,9 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
                         }
                         counts[ti] += 1;
                         stats.written.fetch_add(1, Ordering::Relaxed);
-                        pb.inc(1);
                     }
                 }
+                tracker.report_progress();
                 if let Some(f) = &syncer {
                     if let Err(e) = f.sync_data() {
                         return fail(format!("cannot sync {}: {e}", journal.path().display()));
@@ -336,6 +404,8 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
     };
 
     let limits = Arc::new(Limits::new(&opts));
+    // Connection failures in a row, across tasks: the circuit breaker's count.
+    let conn_failures = Arc::new(AtomicU32::new(0));
     let fatal: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency));
     let mut joins = tokio::task::JoinSet::new();
@@ -365,11 +435,11 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
             limits: limits.clone(),
             stats: stats.clone(),
             tx: tx.clone(),
-            pb: pb.clone(),
+            tracker: tracker.clone(),
+            conn_failures: conn_failures.clone(),
             fatal: fatal.clone(),
             stop: stop.clone(),
             stop_notify: stop_notify.clone(),
-            started,
         };
         joins.spawn(async move {
             let _permit = permit;
@@ -397,7 +467,7 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
         }
     }
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
-    pb.finish_and_clear();
+    drop(_server);
 
     let usage = Usage {
         input_tokens: stats.input_tokens.load(Ordering::Relaxed),
@@ -410,6 +480,9 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
             path.display()
         );
     }
+    // Every run ends with the final file in dataset order, whatever stopped it.
+    samples_file::finalize(dataset, &path, previous)?;
+    reporter.event(&Event::Finished(tracker.snapshot()));
     if let Some(e) = fatal.lock().unwrap().take() {
         anyhow::bail!(
             "stopped: {e}\n{written} samples generated in this run are kept in {}; re-running continues from there",
@@ -442,12 +515,16 @@ async fn run_async(mut opts: GenerateOptions, dataset: &Dataset) -> anyhow::Resu
 }
 
 fn cost(opts: &GenerateOptions, u: Usage) -> Option<f64> {
-    if opts.price_input.is_none() && opts.price_output.is_none() {
+    price((opts.price_input, opts.price_output), u)
+}
+
+fn price((input, output): (Option<f64>, Option<f64>), u: Usage) -> Option<f64> {
+    if input.is_none() && output.is_none() {
         return None;
     }
     Some(
-        u.input_tokens as f64 * opts.price_input.unwrap_or(0.0) / 1e6
-            + u.output_tokens as f64 * opts.price_output.unwrap_or(0.0) / 1e6,
+        u.input_tokens as f64 * input.unwrap_or(0.0) / 1e6
+            + u.output_tokens as f64 * output.unwrap_or(0.0) / 1e6,
     )
 }
 
@@ -491,11 +568,11 @@ struct UnitCtx {
     limits: Arc<Limits>,
     stats: Arc<Stats>,
     tx: std::sync::mpsc::Sender<(usize, Vec<(String, String)>)>,
-    pb: ProgressBar,
+    tracker: Tracker,
+    conn_failures: Arc<AtomicU32>,
     fatal: Arc<Mutex<Option<String>>>,
     stop: Arc<AtomicBool>,
     stop_notify: Arc<tokio::sync::Notify>,
-    started: Instant,
 }
 
 impl UnitCtx {
@@ -522,9 +599,9 @@ impl UnitCtx {
                     let msg = e.to_string();
                     if e.class() == ErrorClass::Fatal {
                         let hint = key_hint(self.opts.backend, e.status());
-                        *self.fatal.lock().unwrap() = Some(format!("{msg}{hint}"));
-                        self.stop.store(true, Ordering::SeqCst);
-                        self.stop_notify.notify_waiters();
+                        self.stop_run(format!("{msg}{hint}"));
+                    } else if !self.stop.load(Ordering::SeqCst) {
+                        self.tracker.report_failure(&task.task_id, &msg);
                     }
                     return Err(Failure {
                         task_id: task.task_id.clone(),
@@ -558,7 +635,6 @@ impl UnitCtx {
             if self.tx.send((unit.task_index, rows)).is_err() {
                 return Ok(()); // writer gone: the run is stopping
             }
-            self.update_message();
         }
         Ok(())
     }
@@ -577,7 +653,9 @@ impl UnitCtx {
         let op = || async {
             self.limits.wait(est_tokens).await;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            self.provider.generate(&self.http, req).await
+            let result = self.provider.generate(&self.http, req).await;
+            self.count_connection(&result);
+            result
         };
         op.retry(backoff)
             .when(|e: &ApiError| {
@@ -597,6 +675,38 @@ impl UnitCtx {
             .await
     }
 
+    /// Stops the whole run: in-flight requests are cancelled, written samples stay.
+    fn stop_run(&self, why: String) {
+        let mut fatal = self.fatal.lock().unwrap();
+        if fatal.is_none() {
+            *fatal = Some(why);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        self.stop_notify.notify_waiters();
+    }
+
+    /// The circuit breaker: a wrong `--base-url` or a dead server fails every request the
+    /// same way, so stop after a few connection failures in a row instead of retrying each
+    /// task for minutes. Any answer from the server resets the count.
+    fn count_connection(&self, result: &Result<crate::providers::GenResponse, ApiError>) {
+        let Err(e) = result else {
+            self.conn_failures.store(0, Ordering::SeqCst);
+            return;
+        };
+        let Some(url) = e.connection_failure_url() else {
+            self.conn_failures.store(0, Ordering::SeqCst);
+            return;
+        };
+        let n = self.conn_failures.fetch_add(1, Ordering::SeqCst) + 1;
+        let limit = self.opts.max_connection_failures;
+        if limit > 0 && n >= limit {
+            self.stop_run(format!(
+                "cannot connect to {url}: {n} connection failures in a row across tasks (last: {e}); \
+                 check --base-url and that the server is running and reachable"
+            ));
+        }
+    }
+
     fn opts_retry_min(&self) -> Duration {
         retry_min_delay()
     }
@@ -612,6 +722,7 @@ impl UnitCtx {
             Prompt::Raw(p) => Some(p.clone()),
             Prompt::Chat { .. } => None,
         };
+        let strip = self.opts.strip_think;
         let work = move || {
             outputs
                 .into_iter()
@@ -621,30 +732,18 @@ impl UnitCtx {
                         Some(p) => format!("{p}{out}"),
                         None => out,
                     };
-                    let solution = bcb_sanitize::sanitize(&strip_think(&raw), Some(&entry));
+                    let code = if strip {
+                        strip_think(&raw)
+                    } else {
+                        raw.clone()
+                    };
+                    let solution = bcb_sanitize::sanitize(&code, Some(&entry));
                     (solution, raw)
                 })
                 .collect::<Vec<_>>()
         };
         // The sanitizer is CPU work: keep it off the request threads.
         tokio::task::spawn_blocking(work).await.unwrap_or_default()
-    }
-
-    fn update_message(&self) {
-        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
-        let out = self.stats.output_tokens.load(Ordering::Relaxed);
-        if out == 0 {
-            return;
-        }
-        let usage = Usage {
-            input_tokens: self.stats.input_tokens.load(Ordering::Relaxed),
-            output_tokens: out,
-        };
-        let mut msg = format!("{:.0} tok/s", out as f64 / secs);
-        if let Some(c) = cost(&self.opts, usage) {
-            msg.push_str(&format!(" ${c:.4}"));
-        }
-        self.pb.set_message(msg);
     }
 }
 
@@ -663,6 +762,7 @@ fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {
         (Some(401 | 403), Backend::Anthropic) => " (check ANTHROPIC_API_KEY)",
         (Some(401 | 403), Backend::Google) => " (check GOOGLE_API_KEY)",
         (Some(401 | 403), Backend::Mistral) => " (check MISTRAL_API_KEY)",
+        (Some(401 | 403), Backend::HfInference) => " (check HF_INFERENCE_API_KEY or HF_TOKEN)",
         (Some(404), _) => " (check --model and --base-url)",
         _ => "",
     }

@@ -2,6 +2,9 @@
 //! requests in front of a real server, or a stub that records request bodies and answers
 //! with canned responses; plus the real llama.cpp test server from the environment.
 
+// Test support: telling the person running the tests that a dependency is missing is its job.
+#![allow(clippy::print_stderr)]
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;

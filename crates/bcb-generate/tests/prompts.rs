@@ -46,7 +46,7 @@ fn capture(
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
     let base = match backend {
-        Backend::OpenAi | Backend::Mistral => format!("{}/v1", stub.url()),
+        Backend::OpenAi | Backend::Mistral | Backend::Vllm => format!("{}/v1", stub.url()),
         _ => stub.url(),
     };
     let mut o = common::quick_opts(backend, model, split, Subset::Full, base, dir.path());
@@ -236,4 +236,98 @@ fn overridden_prefixes_and_prefill_are_sent() {
             .unwrap(),
         "\n```\n"
     );
+}
+
+#[test]
+fn prefill_on_an_openai_compatible_server_asks_it_to_continue_the_answer() {
+    let (tasks, bodies) = capture(Backend::OpenAi, "local-model", Split::Complete, |o| {
+        o.prefill = true;
+        o.id_range = Some((0, 2));
+    });
+    let b = &bodies[0].1;
+    assert_eq!(
+        b["messages"],
+        json!([{"role": "user", "content": expected_user(&tasks[0], Split::Complete)},
+               {"role": "assistant", "content": format!("{}\n```python\n", "Below is a Python script with a self-contained function that solves the problem and passes corresponding tests:")}])
+    );
+    // What vLLM and SGLang need to continue a trailing assistant message.
+    assert_eq!(b["continue_final_message"], json!(true));
+    assert_eq!(b["add_generation_prompt"], json!(false));
+    assert_eq!(b["stop"].as_array().unwrap().last().unwrap(), "\n```\n");
+}
+
+#[test]
+fn vllm_bodies_follow_the_original_vllm_decoder() {
+    // The original's vLLM path: chat template + prefilled response prefix unless
+    // --skip_prefill, EOS stops, top_p 1.0 when greedy, special tokens kept.
+    let (tasks, bodies) = capture(Backend::Vllm, "org/model", Split::Instruct, |o| {
+        o.id_range = Some((0, 2));
+    });
+    let b = &bodies[0].1;
+    assert_eq!(
+        b["messages"][0]["content"],
+        json!(expected_user(&tasks[0], Split::Instruct))
+    );
+    assert_eq!(b["messages"][1]["role"], "assistant");
+    assert_eq!(b["continue_final_message"], json!(true));
+    assert_eq!(b["add_generation_prompt"], json!(false));
+    assert_eq!(
+        (b["top_p"].clone(), b["temperature"].clone()),
+        (json!(1.0), json!(0))
+    );
+    assert_eq!(b["max_tokens"], json!(1280));
+    assert_eq!(b["skip_special_tokens"], json!(false));
+    let stops: Vec<&str> = EOS.iter().copied().chain(["\n```\n"]).collect();
+    assert_eq!(b["stop"], json!(stops));
+
+    let (_, bodies) = capture(Backend::Vllm, "org/model", Split::Instruct, |o| {
+        o.skip_prefill = true;
+        o.id_range = Some((0, 1));
+    });
+    let b = &bodies[0].1;
+    assert_eq!(b["messages"].as_array().unwrap().len(), 1);
+    assert!(b.get("continue_final_message").is_none());
+    assert_eq!(b["stop"], json!(EOS));
+}
+
+#[test]
+fn hf_inference_bodies_are_the_original_text_generation_call() {
+    std::env::set_var("HF_INFERENCE_API_KEY", "hf_test_key");
+    let ds = common::dataset(Subset::Full);
+    let stub = TestServer::stub(std::sync::Arc::new(|path: &str, _: &Value| {
+        assert_eq!(path, "/models/bigcode/starcoder2-15b");
+        (
+            200,
+            "application/json",
+            json!([{"generated_text": common::ANSWER}]).to_string(),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = common::quick_opts(
+        Backend::HfInference,
+        "bigcode/starcoder2-15b",
+        Split::Complete,
+        Subset::Full,
+        stub.url(),
+        dir.path(),
+    );
+    o.id_range = Some((0, 3));
+    let out = bcb_generate::run_codegen(&o, &ds).unwrap();
+    assert!(out.is_complete(), "{}", out.summary());
+    let bodies = stub.bodies();
+    assert_eq!(bodies.len(), 3);
+    let first = bodies
+        .iter()
+        .find(|(_, b)| b["inputs"] == json!(expected_user(&ds.tasks()[0], Split::Complete)))
+        .expect("task 0 sent");
+    // make_raw_chat_prompt(tokenizer=None): the user text, no chat template; greedy.
+    assert_eq!(
+        first.1["parameters"],
+        json!({"max_new_tokens": 1280, "return_full_text": false, "do_sample": false})
+    );
+    let headers = stub.state.headers.lock().unwrap().clone();
+    assert!(headers[0]
+        .1
+        .iter()
+        .any(|(k, v)| k == "authorization" && v == "Bearer hf_test_key"));
 }

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SamplesError {
-    #[error("cannot read samples from {path}: {source}")]
+    // The cause is the source (anyhow prints it once, after this).
+    #[error("cannot read samples from {path}")]
     Io {
         path: PathBuf,
         #[source]

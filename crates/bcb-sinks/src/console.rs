@@ -120,6 +120,19 @@ impl Sink for ConsoleSummary {
                 }
                 self.gt_lines = lines;
             }
+            Event::Finished(report) if report.shard.is_some() => {
+                let tag = report.shard.expect("guarded");
+                writeln!(
+                    self.out,
+                    "shard {}/{} done: {} run now, {} resumed",
+                    tag.index, tag.count, report.executed, report.resumed
+                )?;
+                writeln!(
+                    self.out,
+                    "merge all shards with: bcb merge --samples {}",
+                    report.samples_path.display()
+                )?;
+            }
             Event::Finished(report) => {
                 writeln!(self.out, "{}", self.title)?;
                 if self.no_gt {

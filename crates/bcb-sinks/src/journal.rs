@@ -11,7 +11,8 @@ use bcb_samples::JsonlAppender;
 pub struct JournalSink {
     path: PathBuf,
     header: JournalHeader,
-    phase: Phase,
+    /// The phases it records (a shard's journal takes both).
+    phases: Vec<Phase>,
     /// Delete the journal when the run is finished (its content is in the result files).
     drop_when_finished: bool,
     /// Opened when the phase starts, not before: the session may rewrite the file first.
@@ -19,11 +20,16 @@ pub struct JournalSink {
 }
 
 impl JournalSink {
-    pub fn new(path: &Path, header: JournalHeader, phase: Phase, drop_when_finished: bool) -> Self {
+    pub fn new(
+        path: &Path,
+        header: JournalHeader,
+        phases: &[Phase],
+        drop_when_finished: bool,
+    ) -> Self {
         JournalSink {
             path: path.to_path_buf(),
             header,
-            phase,
+            phases: phases.to_vec(),
             drop_when_finished,
             file: None,
         }
@@ -32,7 +38,8 @@ impl JournalSink {
     fn open(&mut self) -> anyhow::Result<()> {
         let cant = || format!("cannot open journal {}", self.path.display());
         // A journal of other inputs (or none) is started afresh; a matching one is continued.
-        let keep = self.header_matches();
+        let keep = bcb_eval::journal::read_header(&self.path)
+            .is_some_and(|h| h.bcb_journal == self.header.bcb_journal && h.key == self.header.key);
         if !keep {
             std::fs::remove_file(&self.path).ok();
         }
@@ -43,27 +50,21 @@ impl JournalSink {
         self.file = Some(file);
         Ok(())
     }
-
-    fn header_matches(&self) -> bool {
-        use std::io::BufRead;
-        let Ok(file) = std::fs::File::open(&self.path) else {
-            return false;
-        };
-        let mut first = String::new();
-        std::io::BufReader::new(file).read_line(&mut first).is_ok()
-            && serde_json::from_str::<JournalHeader>(&first).is_ok_and(|h| h == self.header)
-    }
 }
 
 impl Sink for JournalSink {
     fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
         match event {
-            Event::PhaseStarted { phase, .. } if *phase == self.phase => self.open()?,
+            Event::PhaseStarted { phase, .. }
+                if self.phases.contains(phase) && self.file.is_none() =>
+            {
+                self.open()?
+            }
             Event::JobDone {
                 phase,
                 job,
                 outcome,
-            } if *phase == self.phase => {
+            } if self.phases.contains(phase) => {
                 let file = match self.file.as_mut() {
                     Some(f) => f,
                     None => {

@@ -30,16 +30,29 @@ pub struct StandardSinks<'a> {
     /// `--force`: an existing results file is moved to `.bak` before the new one is written.
     pub force: bool,
     pub console: Option<ConsoleSummary>,
+    /// A shard: one journal for both phases, kept for `bcb merge`; no result files.
+    pub shard: Option<&'a bcb_eval::ShardPlan>,
 }
 
 /// The sinks of an evaluation, in the order they must run.
 pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if let Some(shard) = s.shard {
+        sinks.push(Box::new(JournalSink::new(
+            &shard.journal,
+            shard.header.clone(),
+            &[Phase::GroundTruth, Phase::Samples],
+            false,
+        )));
+        sinks.push(Box::new(ProgressSink::new(s.progress)));
+        sinks.extend(s.console.map(|c| Box::new(c) as Box<dyn Sink>));
+        return sinks;
+    }
     if let Some(cache) = s.gt_cache {
         sinks.push(Box::new(JournalSink::new(
             &cache.path,
             cache.header(),
-            Phase::GroundTruth,
+            &[Phase::GroundTruth],
             false,
         )));
     }
@@ -54,7 +67,7 @@ pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
         sinks.push(Box::new(JournalSink::new(
             &journal,
             JournalHeader::new(key),
-            Phase::Samples,
+            &[Phase::Samples],
             true,
         )));
     }

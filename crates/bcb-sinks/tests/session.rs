@@ -103,6 +103,7 @@ impl Run<'_> {
             save_pass_rate: self.save_pass_rate,
             force: self.force,
             console: None,
+            shard: None,
         });
         let session = Session::new(self.ds, exec, &self.settings, sinks).with_retry(RetryPolicy {
             retries: 2,
@@ -310,6 +311,7 @@ fn ground_truth_cache_depends_on_the_time_settings() {
             save_pass_rate: true,
             force: false,
             console: None,
+            shard: None,
         }),
     );
     assert_eq!(
@@ -337,6 +339,7 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
             save_pass_rate: true,
             force: false,
             console: None,
+            shard: None,
         })
     };
     let exec = FakeExecutor::passing();

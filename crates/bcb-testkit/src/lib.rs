@@ -26,6 +26,8 @@ pub enum Need {
     Llm,
     /// The original harness (`BCB_UPSTREAM_PYTHON`).
     Upstream,
+    /// Real Gradio servers (`BCB_GRADIO5_PYTHON`, `BCB_GRADIO6_PYTHON`; `.ci/setup-gradio.sh`).
+    Gradio,
 }
 
 impl Need {
@@ -35,6 +37,7 @@ impl Need {
             Need::Data => "BCB_REQUIRE_DATA",
             Need::Llm => "BCB_REQUIRE_LLM",
             Need::Upstream => "BCB_REQUIRE_UPSTREAM",
+            Need::Gradio => "BCB_REQUIRE_GRADIO",
         }
     }
 
@@ -88,6 +91,16 @@ pub fn dataset_dir() -> Option<PathBuf> {
         Need::Data,
         "BCB_DATASET_DIR",
         "the directory of the BigCodeBench files (../shared/bigcodebench)",
+    )
+}
+
+/// The interpreter of a Gradio venv from `.ci/setup-gradio.sh` (`major` 5 or 6), which also
+/// holds the original client (bigcodebench 0.2.5).
+pub fn gradio_python(major: u32) -> Option<PathBuf> {
+    require(
+        Need::Gradio,
+        &format!("BCB_GRADIO{major}_PYTHON"),
+        &format!("the Gradio {major} venv's python (`.ci/setup-gradio.sh` prints it)"),
     )
 }
 

@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use bcb_dataset::Split;
+use bcb_dataset::{Split, Subset};
 use bcb_eval::plan::samples_journal_key;
-use bcb_eval::{GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings};
+use bcb_eval::{
+    GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
+};
 use bcb_execute::local::env as pyenv;
 use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks};
@@ -18,7 +20,13 @@ use crate::common::DatasetArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Prompt split the samples answer: `complete` or `instruct`.
+    /// Set by main: `--split` / `--subset` were typed, not defaulted.
+    #[arg(skip)]
+    pub split_typed: bool,
+    #[arg(skip)]
+    pub subset_typed: bool,
+    /// Prompt split the samples answer: `complete` or `instruct` (taken from the samples
+    /// file's name when it follows the original's naming).
     #[arg(long, default_value = "complete")]
     pub split: Split,
     #[command(flatten)]
@@ -26,9 +34,15 @@ pub struct Args {
     /// Samples: a JSONL file of {task_id, solution|completion} or a directory {task}/{k}.py.
     #[arg(long)]
     pub samples: Option<PathBuf>,
-    /// Where to execute: `local` (this machine). `gradio` and `e2b` are not available yet.
+    /// Where to execute: `local` (this machine), `gradio` (an evaluator Space, see
+    /// --gradio-endpoint) or `e2b` (a sandbox, see --e2b-endpoint). Never falls back to local.
     #[arg(long, default_value = "local")]
     pub execution: String,
+    #[command(
+        flatten,
+        next_help_heading = "Remote execution (--execution gradio|e2b)"
+    )]
+    pub remote: super::remote::RemoteArgs,
     /// Local executor: `pool` (pre-warmed, sandboxed) or `process` (fresh process per sample).
     #[arg(long, default_value = "pool", env = "BCB_EXECUTOR")]
     pub executor: LocalKind,
@@ -90,6 +104,14 @@ pub struct Args {
     /// Skip the ground truth (every task gets the 20 s fallback; gt_pass_rate is 0.0).
     #[arg(long)]
     pub no_gt: bool,
+    /// Run only shard I of N (`2/4`), or `auto` from the scheduler (Slurm array, Kubernetes
+    /// Indexed Job). Each shard keeps its verdicts in `X_eval_results.json.shard-I-of-N.jsonl`;
+    /// `bcb merge` joins them into the files one run would have written.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// The number of shards for `--shard auto` under Kubernetes (the Job's completions).
+    #[arg(long)]
+    pub shard_count: Option<usize>,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -117,7 +139,45 @@ pub struct Args {
     pub generation: super::generate::ModelArgs,
 }
 
+/// `(subset, split)` named by an upstream samples file name (`…--bigcodebench-hard-instruct--…`).
+fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let rest = name.split_once("--bigcodebench-")?.1;
+    let label = rest.split("--").next()?;
+    let (subset, split) = match label.strip_prefix("hard-") {
+        Some(split) => (Subset::Hard, split),
+        None => (Subset::Full, label),
+    };
+    Some((subset, split.parse().ok()?))
+}
+
 impl Args {
+    /// No silent mislabelling: split and subset come from the samples file's name when it
+    /// follows the original's naming; a typed flag that contradicts the name is an error.
+    fn reconcile_labels(&mut self) -> anyhow::Result<()> {
+        let Some(path) = self.samples.clone() else {
+            return Ok(());
+        };
+        let Some((subset, split)) = labels_from_name(&path) else {
+            if !(self.split_typed && self.subset_typed) {
+                tracing::warn!(
+                    "{}: the name does not say its split and subset; assuming --split {} --subset {} (pass both to be explicit)",
+                    path.display(), self.split.as_str(), self.dataset.subset
+                );
+            }
+            return Ok(());
+        };
+        if self.split_typed && self.split != split {
+            bail!("{} is named for split `{}` but --split {} was given\nhint: drop --split (the name decides) or rename the file", path.display(), split.as_str(), self.split.as_str());
+        }
+        if self.subset_typed && self.dataset.subset != subset {
+            bail!("{} is named for subset `{subset}` but --subset {} was given\nhint: drop --subset (the name decides) or rename the file", path.display(), self.dataset.subset);
+        }
+        self.split = split;
+        self.dataset.subset = subset;
+        Ok(())
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_as_mb: self.max_as_limit,
@@ -146,6 +206,15 @@ impl Args {
         }
     }
 
+    fn shard(&self) -> anyhow::Result<Option<Shard>> {
+        let shard = match self.shard.as_deref() {
+            None => return Ok(None),
+            Some("auto") => Shard::from_scheduler(self.shard_count),
+            Some(s) => s.parse(),
+        };
+        shard.map(Some).map_err(|e| anyhow::anyhow!("--shard: {e}"))
+    }
+
     fn gt_mode(&self) -> GtMode {
         match (self.check_gt_only, self.no_gt) {
             (true, _) => GtMode::Recheck,
@@ -170,7 +239,9 @@ impl Args {
             }
             (Some(path), _) => path.clone(),
             (None, Some(_)) => {
-                let path = bcb_generate::generate_samples(&self.generation.options(self.split, ds.subset)?, ds)?;
+                let opts = self.generation.options(self.split, ds.subset)?;
+                let reporter = self.generation.reporter(self.progress_interval)?;
+                let path = bcb_generate::generate_samples_with(&opts, ds, reporter)?;
                 eprintln!("samples: {}", path.display());
                 path
             }
@@ -180,10 +251,13 @@ impl Args {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    args.reconcile_labels()?;
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
-        other => bail!("--execution {other}: only `local` is available in this version\nhint: run without --execution to evaluate on this machine"),
+        "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
+        "e2b" => return super::remote::run(&args, super::remote::Backend::E2b),
+        other => bail!("--execution {other}: expected `local`, `gradio` or `e2b`\nhint: run without --execution to evaluate on this machine"),
     };
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
@@ -217,6 +291,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build(config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
+    let shard = match (args.shard()?, &samples) {
+        (Some(shard), Some(s)) => Some(ShardPlan::new(&ds, s, &settings, shard)),
+        (Some(_), None) => bail!(
+            "--shard needs --samples: a shard runs the ground truth and the samples of its tasks"
+        ),
+        (None, _) => None,
+    };
     let sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
@@ -225,6 +306,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         progress: args.progress(),
         save_pass_rate,
         force: args.force,
+        shard: shard.as_ref(),
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
             args.split.as_str(),
@@ -243,6 +325,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             force: args.force,
         },
         parallel: args.parallel(),
+        shard,
     };
     let retry = RetryPolicy {
         retries: args.exec_retries,
@@ -252,4 +335,51 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_retry(retry)
         .run(&gt_cache, &request)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(samples: &str, split: Option<&str>, subset: Option<&str>) -> Args {
+        let mut argv = vec!["bcb", "--samples", samples];
+        argv.extend(split.iter().flat_map(|s| ["--split", s]));
+        argv.extend(subset.iter().flat_map(|s| ["--subset", s]));
+        let mut a = Cli::parse_from(argv).args;
+        a.split_typed = split.is_some();
+        a.subset_typed = subset.is_some();
+        a
+    }
+
+    #[test]
+    fn split_and_subset_come_from_an_upstream_file_name() {
+        let name = "r/m--main--bigcodebench-hard-instruct--vllm-0-1-sanitized_calibrated.jsonl";
+        let mut a = args(name, None, None);
+        a.reconcile_labels().unwrap();
+        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Hard));
+        let mut a = args(name, Some("instruct"), Some("hard"));
+        a.reconcile_labels().unwrap();
+        let err = args(name, Some("complete"), None)
+            .reconcile_labels()
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("named for split `instruct`"),
+            "{err}"
+        );
+        let err = args(name, None, Some("full"))
+            .reconcile_labels()
+            .unwrap_err();
+        assert!(err.to_string().contains("named for subset `hard`"), "{err}");
+        // Names without labels keep the flags (or their defaults).
+        let mut a = args("x.jsonl", Some("instruct"), None);
+        a.reconcile_labels().unwrap();
+        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Full));
+    }
 }

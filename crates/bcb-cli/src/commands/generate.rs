@@ -11,6 +11,7 @@ use bcb_dataset::Split;
 use bcb_generate::{Backend, ConfigFile, GenerateOptions, Temperature};
 
 use crate::common::DatasetArgs;
+use crate::generate_progress::{CliReporter, Mode};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,6 +22,9 @@ pub struct Args {
     pub split: Split,
     #[command(flatten)]
     pub model: Box<ModelArgs>,
+    /// Seconds between progress lines when stderr is not a terminal.
+    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
+    pub progress_interval: f64,
 }
 
 /// The model and sampling flags; `bcb evaluate` flattens these to generate before evaluating.
@@ -29,7 +33,8 @@ pub struct ModelArgs {
     /// API model name, a section of --config, or a local `.gguf` file (served by llama.cpp).
     #[arg(long)]
     pub model: Option<String>,
-    /// openai, anthropic, google, mistral, ollama or llamacpp (default: openai; llamacpp for .gguf).
+    /// vllm (starts `vllm serve`), hf-inference, openai, anthropic, google, mistral, ollama or
+    /// llamacpp (default: openai, or llamacpp for a .gguf; the original's default is vllm).
     #[arg(long)]
     pub backend: Option<String>,
     /// Address of an OpenAI-compatible (…/v1), Anthropic, Gemini, Mistral or Ollama server.
@@ -132,13 +137,46 @@ pub struct ModelArgs {
     /// Jinja chat template for a GGUF without one (`gemma` for the built-in Gemma template).
     #[arg(long, value_name = "FILE|gemma")]
     pub chat_template: Option<String>,
+    /// vllm: tensor-parallel GPUs (`VLLM_N_GPUS` overrides it, as in the original).
+    #[arg(long, default_value_t = 1)]
+    pub tp: u32,
+    /// vllm: context length of the served model.
+    #[arg(long, default_value_t = 12800)]
+    pub max_model_len: u32,
+    /// vllm: a LoRA adapter (hub id or path) served as `lora`; added to the file name.
+    #[arg(long, value_name = "ADAPTER")]
+    pub lora_path: Option<String>,
+    /// vllm: trust the model repository's custom code.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// vllm: tokenizer to use instead of the model's.
+    #[arg(long)]
+    pub tokenizer_name: Option<String>,
+    /// vllm: accepted for compatibility; `vllm serve` has no legacy-tokenizer switch.
+    #[arg(long)]
+    pub tokenizer_legacy: bool,
+    /// vllm: the `vllm` executable (default: `vllm` on PATH).
+    #[arg(long, env = "BCB_VLLM_BIN", value_name = "PATH")]
+    pub vllm_bin: Option<PathBuf>,
+    /// vllm: seconds to wait for `vllm serve` to become ready (download and load included).
+    #[arg(long, default_value_t = 1800)]
+    pub vllm_startup_timeout: u64,
+    /// vllm: one more `vllm serve` argument (repeat for several), e.g. `--vllm-arg=--enforce-eager`.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub vllm_arg: Vec<String>,
+    /// Stop the run after this many connection failures in a row, across tasks (0 = never).
+    #[arg(long, default_value_t = 6)]
+    pub max_connection_failures: u32,
+    /// Keep `<think>…</think>` blocks when extracting code (default: removed, as by `bcb sanitize`).
+    #[arg(long)]
+    pub keep_think: bool,
     /// Accepted for compatibility; samples are always written one by one.
     #[arg(long, hide = true)]
     pub bs: Option<usize>,
     /// Do not fsync each sample (benchmarks).
     #[arg(long, hide = true)]
     pub no_fsync: bool,
-    /// No progress bar.
+    /// No progress bar or progress lines (first and last lines only).
     #[arg(long)]
     pub no_progress: bool,
 }
@@ -225,7 +263,19 @@ impl ModelArgs {
         o.price_input = self.price_input.or(cfg.price_input);
         o.price_output = self.price_output.or(cfg.price_output);
         o.durable = !self.no_fsync;
-        o.progress = !self.no_progress;
+        o.max_connection_failures = self.max_connection_failures;
+        o.strip_think = !self.keep_think;
+        o.vllm.tp = self.tp;
+        o.vllm.max_model_len = self.max_model_len;
+        o.vllm.lora_path = self.lora_path.clone();
+        o.vllm.trust_remote_code = self.trust_remote_code;
+        o.vllm.tokenizer_name = self.tokenizer_name.clone();
+        o.vllm.tokenizer_legacy = self.tokenizer_legacy;
+        if let Some(b) = &self.vllm_bin {
+            o.vllm.bin = b.clone();
+        }
+        o.vllm.startup_timeout = Duration::from_secs(self.vllm_startup_timeout);
+        o.vllm.extra_args = self.vllm_arg.clone();
         if let Some(p) = &self.llm_python {
             o.local.python = p.clone();
         }
@@ -259,10 +309,20 @@ fn parse_id_range(s: &str) -> anyhow::Result<(usize, usize)> {
     Ok((lo, hi))
 }
 
+impl ModelArgs {
+    /// The progress display for this run: a bar on a terminal, plain lines in a log.
+    pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
+        anyhow::ensure!(interval_secs > 0.0, "--progress-interval must be positive");
+        let mode = Mode::detect(self.no_progress, Duration::from_secs_f64(interval_secs));
+        Ok(CliReporter::new(mode))
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = args.model.options(args.split, args.dataset.subset)?;
     let ds = args.dataset.spec().load()?;
-    let outcome = bcb_generate::run_codegen(&opts, &ds)?;
+    let outcome =
+        bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval)?)?;
     eprintln!("{}", outcome.summary());
     println!("{}", outcome.path.display());
     Ok(if outcome.is_complete() {

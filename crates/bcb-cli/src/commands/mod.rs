@@ -3,5 +3,7 @@ pub mod env;
 pub mod evaluate;
 pub mod generate;
 pub mod inspect;
+pub mod merge;
+pub mod remote;
 pub mod sanitize;
 pub mod syncheck;

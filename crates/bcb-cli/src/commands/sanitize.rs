@@ -37,8 +37,13 @@ pub struct Args {
     /// Whose `ast.parse` decides what is valid Python: 3.10, 3.11 (default) 3.12 or 3.13.
     #[arg(long, default_value = "3.11")]
     pub python_version: PythonVersion,
-    /// Not in the original: drop `<think>…</think>` blocks before extracting code.
+    /// Keep `<think>…</think>` blocks when extracting code. By default they are removed, by
+    /// the same rule as `bcb generate` (the original removes nothing, so code inside a
+    /// reasoning block could be picked as the answer).
     #[arg(long)]
+    pub keep_think: bool,
+    /// Kept for compatibility: removing `<think>` blocks is the default now.
+    #[arg(long, hide = true)]
     pub strip_think: bool,
     /// Not in the original: also write `raw_solution` (the input's, else the unsanitized code).
     #[arg(long)]
@@ -48,15 +53,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let ds = args.dataset.spec().load()?;
+    // The samples first: a wrong path is reported before any dataset download.
     let samples_str = args.samples.to_string_lossy().to_string();
     let is_folder = args.samples.is_dir();
     let target = target_path(&args.samples, args.inplace, args.calibrate, is_folder)?;
     let target_str = target.to_string_lossy().to_string();
     let samples = bcb_samples::read_samples(&args.samples)?;
+    let ds = args.dataset.spec().load()?;
     let opts = Options {
         python_version: args.python_version,
-        strip_think: args.strip_think,
+        strip_think: !args.keep_think,
     };
 
     // Work items keep input order; `None` = dropped (unknown task or other debug task).

@@ -33,13 +33,57 @@ pub struct Args {
     /// Exit with status 1 when a sample is empty or not valid Python.
     #[arg(long)]
     pub fail_on_invalid: bool,
+    /// Only these tasks: comma-separated ids (`BigCodeBench/1,BigCodeBench/2` or `1,2`).
+    #[arg(long, value_name = "IDS")]
+    pub ids: Option<String>,
+    /// List every missing task (by default at most 20 are listed, then a count).
+    #[arg(long)]
+    pub list_missing: bool,
     #[command(flatten)]
     pub dataset: DatasetArgs,
 }
 
+/// `1,BigCodeBench/2` → `["BigCodeBench/1", "BigCodeBench/2"]`.
+fn parse_ids(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.chars().all(|c| c.is_ascii_digit()) {
+                format!("BigCodeBench/{s}")
+            } else {
+                s.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Missing tasks listed one by one before the rest are only counted.
+const MISSING_LISTED: usize = 20;
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let ds = args.dataset.spec().load()?;
+    // The samples first: a wrong path is reported before any dataset download.
     let samples = bcb_samples::read_samples(&args.samples)?;
+    let ds = args.dataset.spec().load()?;
+    let wanted: Option<std::collections::HashSet<String>> = args
+        .ids
+        .as_deref()
+        .map(|l| parse_ids(l).into_iter().collect());
+    if let Some(w) = &wanted {
+        let unknown: Vec<&String> = w.iter().filter(|id| !ds.contains(id)).collect();
+        anyhow::ensure!(
+            unknown.is_empty(),
+            "--ids names tasks that are not in the {} {} dataset: {}",
+            ds.subset,
+            ds.version,
+            unknown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let selected = |id: &str| wanted.as_ref().is_none_or(|w| w.contains(id));
     let samples_str = args.samples.to_string_lossy().to_string();
     let mut out = std::io::stdout().lock();
 
@@ -52,6 +96,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(_) => format!("{} (line {} in {samples_str})", smp.task_id, index + 1),
             None => smp.origin.path.to_string_lossy().to_string(),
         };
+        if !selected(&smp.task_id) {
+            continue;
+        }
         let Some(task) = ds.get(&smp.task_id) else {
             writeln!(
                 out,
@@ -75,11 +122,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "==============================")?;
     writeln!(out, " ::: Checking completeness... ")?;
     writeln!(out, " ::::: All tasks complete?    ")?;
-    let ntask = ds.len();
+    let tasks: Vec<&bcb_dataset::Task> =
+        ds.tasks().iter().filter(|t| selected(&t.task_id)).collect();
+    let ntask = tasks.len();
     let mut ndone = 0;
-    for task in ds.tasks() {
+    let mut nmissing = 0;
+    for task in &tasks {
         let Some(list) = by_task.get(task.task_id.as_str()) else {
-            writeln!(out, " ⚠️ {} is missing!", task.task_id)?;
+            nmissing += 1;
+            if args.list_missing || nmissing <= MISSING_LISTED {
+                writeln!(out, " ⚠️ {} is missing!", task.task_id)?;
+            }
             continue;
         };
         match args.nsample_check {
@@ -91,6 +144,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )?,
             _ => ndone += 1,
         }
+    }
+    if nmissing > MISSING_LISTED && !args.list_missing {
+        writeln!(
+            out,
+            " ⚠️ ... and {} more missing ({nmissing}/{ntask} tasks have no sample; --list-missing lists all, --ids checks only some)",
+            nmissing - MISSING_LISTED
+        )?;
     }
     if args.nsample_check.is_some() {
         if ndone != ntask {
@@ -104,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, " ::: Checking compilation...  ")?;
     writeln!(out, " ::::: All code compilable?   ")?;
     let (mut ncode, mut nempty, mut ninvalid) = (0usize, 0usize, 0usize);
-    for task in ds.tasks() {
+    for task in &tasks {
         let Some(list) = by_task.get(task.task_id.as_str()) else {
             continue;
         };

@@ -31,11 +31,35 @@ fn details_of(report: &Report) -> Details {
     let mut d = Details::new();
     for (k, v) in &report.details {
         match v {
-            Value::String(s) => d.insert(k.clone(), s.clone()),
+            Value::String(s) => d.insert(k.clone(), stable_harness_path(s)),
             other => d.insert(k.clone(), other.to_string()),
         }
     }
     d
+}
+
+/// Tracebacks through the harness's wrappers name its file in a per-run temporary directory;
+/// that directory is cut so the same sample gives the same details in every run.
+fn stable_harness_path(trace: &str) -> String {
+    const FILE: &str = "bcb_harness.py\"";
+    let mut out = String::with_capacity(trace.len());
+    let mut rest = trace;
+    while let Some(end) = rest.find(FILE) {
+        let head = &rest[..end];
+        match head.rfind("File \"") {
+            Some(open) => {
+                out.push_str(&head[..open + "File \"".len()]);
+                out.push_str(FILE);
+            }
+            None => {
+                out.push_str(head);
+                out.push_str(FILE);
+            }
+        }
+        rest = &rest[end + FILE.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Applies the rules to one result message; `wall` is the executor's own measure.
@@ -131,4 +155,17 @@ pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecEr
         return Ok(out);
     }
     Err(ExecError::transient(f.message.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn harness_paths_are_stable() {
+        let t = "  File \"__test__.py\", line 50, in task_func\n  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness.py\", line 529, in patched\n";
+        assert_eq!(
+            super::stable_harness_path(t),
+            "  File \"__test__.py\", line 50, in task_func\n  File \"bcb_harness.py\", line 529, in patched\n"
+        );
+        assert_eq!(super::stable_harness_path("no harness"), "no harness");
+    }
 }

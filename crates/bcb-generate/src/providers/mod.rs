@@ -3,6 +3,7 @@
 
 mod anthropic;
 mod google;
+mod hf_inference;
 mod mistral;
 mod ollama;
 mod openai;
@@ -17,6 +18,7 @@ use crate::options::{Backend, GenerateOptions, Temperature};
 
 pub use anthropic::Anthropic;
 pub use google::Google;
+pub use hf_inference::HfInference;
 pub use mistral::Mistral;
 pub use ollama::Ollama;
 pub use openai::{is_openai_reasoning_model, OpenAi};
@@ -141,7 +143,16 @@ pub fn make_provider(
         greedy: opts.greedy,
     };
     Ok(match opts.backend {
-        Backend::OpenAi | Backend::LlamaCpp => Box::new(OpenAi::new(opts, sampling, base_url)?),
+        Backend::OpenAi | Backend::LlamaCpp | Backend::Vllm => {
+            Box::new(OpenAi::new(opts, sampling, base_url)?)
+        }
+        // The router's OpenAI-compatible endpoint (`…/v1`) serves chat models.
+        Backend::HfInference
+            if base_url.is_some_and(|u| u.trim_end_matches('/').ends_with("/v1")) =>
+        {
+            Box::new(OpenAi::new(opts, sampling, base_url)?)
+        }
+        Backend::HfInference => Box::new(HfInference::new(opts, sampling, base_url)?),
         Backend::Anthropic => Box::new(Anthropic::new(opts, sampling, base_url)?),
         Backend::Google => Box::new(Google::new(opts, sampling, base_url)?),
         Backend::Mistral => Box::new(Mistral::new(opts, sampling, base_url)?),

@@ -29,6 +29,12 @@ pub struct OpenAi {
     reasoning_effort: Option<String>,
     reasoning_model: bool,
     max_n: u32,
+    /// A vLLM-compatible server (not api.openai.com): a prefilled assistant turn is sent with
+    /// `continue_final_message`, which vLLM and SGLang need to continue it.
+    continues_prefill: bool,
+    /// `--backend vllm`: the original's vLLM sampling (EOS stops, top_p 1.0 when greedy,
+    /// special tokens kept, tabs as four spaces).
+    vllm: bool,
 }
 
 impl OpenAi {
@@ -37,12 +43,21 @@ impl OpenAi {
         sampling: Sampling,
         base_url: Option<&str>,
     ) -> anyhow::Result<Self> {
-        let (base, key) = endpoint(
-            base_url,
-            DEFAULT_BASE,
-            &["OPENAI_API_KEY"],
-            "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
-        )?;
+        let (base, key) = if opts.backend == Backend::HfInference {
+            endpoint(
+                base_url,
+                DEFAULT_BASE,
+                &super::hf_inference::KEY_NAMES,
+                "HF_INFERENCE_API_KEY (or HF_TOKEN) is not set",
+            )?
+        } else {
+            endpoint(
+                base_url,
+                DEFAULT_BASE,
+                &["OPENAI_API_KEY"],
+                "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
+            )?
+        };
         let reasoning_model = is_openai_reasoning_model(&opts.model);
         let reasoning_effort = opts
             .reasoning_effort
@@ -60,7 +75,10 @@ impl OpenAi {
         } else {
             128
         };
+        let continues_prefill = base != DEFAULT_BASE;
         Ok(OpenAi {
+            continues_prefill,
+            vllm: opts.backend == Backend::Vllm,
             base,
             key,
             model: opts.model.clone(),
@@ -78,7 +96,16 @@ impl OpenAi {
         }
         let mut body = json!({"model": self.model, "messages": messages, "n": n});
         let obj = body.as_object_mut().expect("object");
-        if self.reasoning_model {
+        if self.vllm {
+            let top_p =
+                self.sampling
+                    .top_p
+                    .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
+            obj.insert("top_p".into(), json!(top_p));
+            obj.insert("max_tokens".into(), json!(self.sampling.max_tokens));
+            obj.insert("temperature".into(), self.sampling.temperature_json());
+            obj.insert("skip_special_tokens".into(), json!(false));
+        } else if self.reasoning_model {
             obj.insert("reasoning_effort".into(), json!(self.reasoning_effort));
         } else {
             obj.insert("top_p".into(), json!(self.sampling.top_p.unwrap_or(0.95)));
@@ -94,6 +121,13 @@ impl OpenAi {
         if prefill.is_some() {
             let stops: Vec<&str> = EOS.iter().copied().chain([PREFILL_STOP]).collect();
             obj.insert("stop".into(), json!(stops));
+            if self.continues_prefill {
+                // Continue the assistant turn instead of opening a new one after it.
+                obj.insert("continue_final_message".into(), json!(true));
+                obj.insert("add_generation_prompt".into(), json!(false));
+            }
+        } else if self.vllm {
+            obj.insert("stop".into(), json!(EOS));
         }
         if let Some(seed) = self.sampling.seed {
             obj.insert("seed".into(), json!(seed));
@@ -158,7 +192,14 @@ impl Provider for OpenAi {
             let (url, body) = self.request(req);
             let v = http.post_json(&url, self.headers(), &body).await?;
             let raw = matches!(req.prompt, Prompt::Raw(_));
-            parse_choices(&url, &v, raw)
+            let mut resp = parse_choices(&url, &v, raw)?;
+            if self.vllm {
+                // The original's vLLM decoder turns tabs into four spaces in every output.
+                for o in &mut resp.outputs {
+                    *o = o.replace('\t', "    ");
+                }
+            }
+            Ok(resp)
         })
     }
 }

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 pub fn dataset(subset: Subset) -> Dataset {
     let mut spec = DatasetSpec::new(subset, None);
     if spec.dataset_dir.is_none() && spec.path.is_none() {
-        spec.dataset_dir = Some(PathBuf::from("/work/shared/bigcodebench"));
+        spec.dataset_dir =
+            Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench"));
     }
     spec.offline = true;
     spec.load()
@@ -81,7 +82,6 @@ pub fn quick_opts(
     let mut o = bcb_generate::GenerateOptions::new(model, backend, split, subset);
     o.base_url = Some(base_url);
     o.root = root.to_path_buf();
-    o.progress = false;
     o.durable = false;
     o
 }

@@ -1,0 +1,104 @@
+//! `bcb merge`: joins the journals of `bcb evaluate --shard I/N` runs into the two files one
+//! unsharded run would have written.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bcb_eval::session::assemble;
+use bcb_eval::{build_report, Event, SampleRun, Samples, Sink};
+use bcb_sinks::{ConsoleSummary, EvalResultsFile, PassAtKFile};
+
+use crate::common::DatasetArgs;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// The samples file the shards evaluated.
+    #[arg(long)]
+    pub samples: PathBuf,
+    /// The shard journals; by default every `X_eval_results.json.shard-*-of-*.jsonl` beside
+    /// the samples file's results.
+    pub shards: Vec<PathBuf>,
+    /// The tasks the shards were run on (`--ids` of `bcb evaluate`), if not all.
+    #[arg(long, visible_alias = "selective-evaluate", default_value = "")]
+    pub ids: String,
+    /// Which pass@k to report.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10", value_parser = clap::value_parser!(u64).range(1..))]
+    pub pass_k: Vec<u64>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut ds = args.dataset.spec().load()?;
+    let ids = bcb_dataset::parse_task_ids(&args.ids);
+    if !ids.is_empty() {
+        ds.retain_ids(&ids)?;
+    }
+    let shards = match args.shards.is_empty() {
+        true => bcb_eval::find_shards(&args.samples),
+        false => args.shards.clone(),
+    };
+    // Calibration changes the programs, so read it from the shards before the samples.
+    let plan = shards
+        .first()
+        .and_then(|p| bcb_eval::journal::read_header(p))
+        .and_then(|h| h.plan);
+    let calibrated = plan.as_ref().is_none_or(|p| p.calibrated);
+    let samples = Samples::read(&ds, &args.samples, calibrated)?;
+    let merged = bcb_eval::merge(&ds, &samples, &shards)?;
+    let results = assemble(&ds, &samples, &merged.outcomes);
+    let opts = SampleRun {
+        pass_k: args.pass_k,
+        no_gt: merged.ground_truth.is_empty(),
+        force: true,
+    };
+    let split = merged.plan.split.clone();
+    let report = build_report(
+        &ds,
+        &split,
+        merged.plan.calibrated,
+        &samples,
+        &merged.ground_truth,
+        results,
+        &opts,
+    );
+    let task_ids: Vec<String> = ds.tasks().iter().map(|t| t.task_id.clone()).collect();
+    let console = ConsoleSummary::new(
+        Box::new(std::io::stdout()),
+        &split,
+        ds.subset.as_str(),
+        false,
+        opts.no_gt,
+        true,
+    );
+    let mut sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(EvalResultsFile::new(true)),
+        Box::new(PassAtKFile),
+        Box::new(console),
+    ];
+    let events = [
+        Event::GroundTruthReady {
+            gt: &merged.ground_truth,
+            task_ids: &task_ids,
+        },
+        Event::Finished(&report),
+    ];
+    for event in &events {
+        for sink in sinks.iter_mut() {
+            sink.handle(event)
+                .context("cannot write the merged results")?;
+        }
+    }
+    eprintln!(
+        "merged {} shard(s): {}",
+        merged.shards.len(),
+        merged
+            .shards
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
+}

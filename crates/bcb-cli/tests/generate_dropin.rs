@@ -1,0 +1,626 @@
+//! `bcb generate`, `sanitize` and `syncheck` used the way the original's documentation and
+//! scripts use them: its backends and spellings, logs under nohup, and no traps (files created
+//! before the inputs are checked, endless retries against a wrong URL, completion-ordered rows).
+
+#![allow(clippy::print_stderr)] // tests tell the person running them what they measured
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, Fault, TestServer};
+use serde_json::{json, Value};
+
+fn dataset_dir() -> PathBuf {
+    std::env::var_os("BCB_DATASET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
+        })
+}
+
+fn bcb() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_bcb"));
+    c.env("BCB_DATASET_DIR", dataset_dir())
+        .env("BCB_OFFLINE", "1")
+        .env_remove("NO_COLOR")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_INFERENCE_API_KEY");
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+fn ok(out: &Output) -> String {
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "status {:?}\n{err}", out.status);
+    err
+}
+
+/// An answer with non-ASCII text, so the writer's escaping is exercised.
+const ANSWER: &str =
+    "Voilà — the code:\n```python\nimport os\ndef task_func():\n    return \"café ☕\"\n```\n";
+
+/// An OpenAI-compatible stub answering every chat request with [`ANSWER`].
+fn chat_stub() -> TestServer {
+    TestServer::stub(Arc::new(|_path: &str, body: &Value| {
+        let n = body["n"].as_u64().unwrap_or(1);
+        let choices: Vec<Value> = (0..n)
+            .map(|i| json!({"index": i, "message": {"role": "assistant", "content": ANSWER}}))
+            .collect();
+        (
+            200,
+            "application/json",
+            json!({"choices": choices, "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+                .to_string(),
+        )
+    }))
+}
+
+fn generate_args(root: &Path, base_url: &str, range: &str) -> Vec<String> {
+    [
+        "generate",
+        "--subset",
+        "hard",
+        "--split",
+        "instruct",
+        "--model",
+        "stub-model",
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--id-range",
+        range,
+        "--root",
+        root.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn samples_file(root: &Path, backend: &str, model: &str) -> PathBuf {
+    root.join(format!(
+        "{model}--main--bigcodebench-hard-instruct--{backend}-0-1-sanitized_calibrated.jsonl"
+    ))
+}
+
+#[test]
+fn generate_final_file_is_in_dataset_order_and_byte_identical_to_python_json_dumps() {
+    let stub = chat_stub();
+    // The first request stalls, so the first task finishes last.
+    stub.push_faults([Fault::Stall(Duration::from_millis(1500))]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = generate_args(dir.path(), &format!("{}/v1", stub.url()), "0-8");
+    args.extend(["--concurrency".into(), "4".into()]);
+    ok(&bcb().args(&args).output().unwrap());
+    let file = samples_file(dir.path(), "openai", "stub-model");
+    let bytes = std::fs::read(&file).unwrap();
+    let rows: Vec<Value> = bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["task_id"].as_str().unwrap())
+        .collect();
+    let hard: Vec<String> = std::fs::read_to_string(dataset_dir().join("hard_task_ids.txt"))
+        .unwrap()
+        .lines()
+        .take(8)
+        .map(String::from)
+        .collect();
+    assert_eq!(ids, hard, "rows in dataset order");
+    // The original's writer: `json.dumps(row) + "\n"`, keys task_id, solution, raw_solution.
+    let mut expected = Vec::new();
+    for r in &rows {
+        expected.extend(bcb_pyjson::to_line(r).unwrap());
+        expected.push(b'\n');
+    }
+    assert_eq!(bytes, expected);
+    let first = std::str::from_utf8(&bytes).unwrap().lines().next().unwrap();
+    assert!(
+        first.starts_with("{\"task_id\": \"BigCodeBench/"),
+        "{first}"
+    );
+    assert!(first.contains("caf\\u00e9 \\u2615"), "{first}");
+    let keys: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["task_id", "solution", "raw_solution"]);
+    assert!(
+        !samples_journal(&file).exists(),
+        "the journal is removed once the final file is written"
+    );
+    // Against Python itself when the eval env is here.
+    if let Some(py) = std::env::var_os("BCB_PYTHON").filter(|p| Path::new(p).exists()) {
+        let out = Command::new(py)
+            .args([
+                "-c",
+                "import json,sys\nsys.stdout.write(''.join(json.dumps(json.loads(l))+'\\n' for l in open(sys.argv[1], encoding='utf-8')))",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(out.stdout, bytes, "python re-dump differs");
+    }
+}
+
+fn samples_journal(file: &Path) -> PathBuf {
+    let mut s = file.as_os_str().to_os_string();
+    s.push(".partial.jsonl");
+    PathBuf::from(s)
+}
+
+#[test]
+fn generate_under_nohup_writes_plain_progress_lines_without_escape_codes() {
+    let stub = chat_stub();
+    // Slow answers and one retried 500 (its warning goes to the log too).
+    stub.push_faults([Fault::Status {
+        status: 500,
+        retry_after: None,
+    }]);
+    stub.push_faults((0..6).map(|_| Fault::Stall(Duration::from_millis(400))));
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = generate_args(dir.path(), &format!("{}/v1", stub.url()), "0-6");
+    args.extend([
+        "--concurrency".into(),
+        "1".into(),
+        "--progress-interval".into(),
+        "0.5".into(),
+    ]);
+    // stderr is a pipe here, as under nohup or CI.
+    let out = bcb()
+        .env("BCB_RETRY_MIN_DELAY_MS", "50")
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = ok(&out);
+    let progress: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(" samples (") && l.contains("/min"))
+        .collect();
+    assert!(progress.len() >= 3, "periodic lines expected:\n{err}");
+    assert!(
+        progress.iter().any(|l| l.contains("eta ")),
+        "lines carry an ETA:\n{err}"
+    );
+    assert!(progress.last().unwrap().starts_with("6/6 samples"), "{err}");
+    assert!(
+        err.contains("retrying"),
+        "the retry warning is logged:\n{err}"
+    );
+    assert!(
+        !err.contains('\x1b') && !err.contains('\r'),
+        "no escape codes or carriage returns in a log:\n{err:?}"
+    );
+}
+
+#[test]
+fn generate_stops_after_consecutive_connection_failures_naming_the_url() {
+    // A port nobody listens on: the mistyped --base-url case.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let out = bcb()
+        .args(generate_args(dir.path(), &url, "0-100"))
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("cannot connect to {url}/chat/completions")),
+        "{err}"
+    );
+    assert!(err.contains("connection failures in a row"), "{err}");
+    assert!(err.contains("--base-url"), "{err}");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    eprintln!("circuit breaker: stopped after {took:?}");
+}
+
+#[test]
+fn generate_creates_nothing_before_the_key_and_model_checks_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("results");
+    let out = bcb()
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "gpt-4o",
+            "--backend",
+            "openai",
+            "--root",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("OPENAI_API_KEY is not set"));
+    assert!(
+        !root.exists(),
+        "nothing may be created before the key check"
+    );
+
+    let out = bcb()
+        .args([
+            "generate", "--subset", "hard", "--split", "complete", "--model",
+        ])
+        .arg(dir.path().join("missing.gguf"))
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !root.exists(),
+        "nothing may be created before the model check"
+    );
+
+    let out = bcb()
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "org/m",
+            "--backend",
+            "vllm",
+            "--vllm-bin",
+        ])
+        .arg(dir.path().join("no-vllm"))
+        .arg("--root")
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("pip install vllm"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!root.exists());
+}
+
+#[test]
+fn generate_backend_hf_says_what_to_run_instead_in_one_line() {
+    let out = bcb()
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "m",
+            "--backend",
+            "hf",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    for what in ["--backend vllm", "llama.cpp", "TGI"] {
+        assert!(err.contains(what), "{err}");
+    }
+}
+
+#[test]
+fn generate_hf_inference_backend_against_a_fake_of_the_documented_api() {
+    let stub = TestServer::stub(Arc::new(|path: &str, _body: &Value| {
+        if path.starts_with("/models/") {
+            (
+                200,
+                "application/json",
+                json!([{"generated_text": ANSWER}]).to_string(),
+            )
+        } else {
+            (404, "application/json", "{}".to_string())
+        }
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let out = bcb()
+        .env("HF_TOKEN", "hf_fake_token")
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "bigcode/starcoder2-15b-instruct-v0.1",
+            "--backend",
+            "hf-inference",
+            "--base-url",
+            &stub.url(),
+            "--id_range",
+            "0-3",
+            "--greedy=True",
+            "--root",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    ok(&out);
+    let file = dir.path().join("bigcode--starcoder2-15b-instruct-v0.1--main--bigcodebench-hard-instruct--hf-inference-0-1-sanitized_calibrated.jsonl");
+    let body = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(body.lines().count(), 3);
+    let bodies = stub.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies
+        .iter()
+        .all(|(p, _)| p == "/models/bigcode/starcoder2-15b-instruct-v0.1"));
+    assert_eq!(bodies[0].1["parameters"]["do_sample"], json!(false));
+    let headers = stub.state.headers.lock().unwrap().clone();
+    assert!(headers[0]
+        .1
+        .iter()
+        .any(|(k, v)| k == "authorization" && v == "Bearer hf_fake_token"));
+
+    // No key and the real service: refused before anything is created.
+    let root = dir.path().join("none");
+    let out = bcb()
+        .args([
+            "generate",
+            "--subset",
+            "hard",
+            "--split",
+            "instruct",
+            "--model",
+            "m",
+            "--backend",
+            "hf-inference",
+            "--root",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("HF_INFERENCE_API_KEY"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!root.exists());
+}
+
+/// A stand-in for `vllm` (not vLLM): checks the `vllm serve` arguments bcb passes, records
+/// them, and serves the model through the real llama.cpp test server on the given port.
+fn standin_vllm(dir: &Path) -> (PathBuf, PathBuf) {
+    let launcher = dir.join("llama_server.py");
+    std::fs::write(&launcher, bcb_generate::local::LAUNCHER).unwrap();
+    let argv_log = dir.join("vllm-argv.txt");
+    let script = dir.join("vllm");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/usr/bin/env bash
+# Stand-in for vLLM's CLI (test only): validates argv, then serves through llama.cpp.
+set -euo pipefail
+printf '%s\n' "$*" > {argv}
+[[ "$1" == serve ]] || {{ echo "stand-in vllm: expected 'serve', got $1" >&2; exit 64; }}
+model="$2"; shift 2
+port=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --port) port="$2"; shift 2 ;;
+    --host) [[ "$2" == 127.0.0.1 ]] || {{ echo "stand-in vllm: host $2" >&2; exit 64; }}; shift 2 ;;
+    --tensor-parallel-size|--max-model-len|--dtype|--revision|--max-num-seqs|--tokenizer|--seed|--lora-modules) shift 2 ;;
+    --trust-remote-code|--enable-lora) shift ;;
+    *) echo "stand-in vllm: unknown argument $1" >&2; exit 64 ;;
+  esac
+done
+[[ -n "$port" ]] || {{ echo "stand-in vllm: no --port" >&2; exit 64; }}
+# The launcher stops when its stdin closes: keep one open for the server's lifetime.
+exec {python} {launcher} --model {gguf} --alias "$model" --host 127.0.0.1 --port "$port" \
+  --n-ctx 2048 --n-parallel 2 --threads 1 --gemma-template < <(sleep 100000)
+"#,
+            argv = argv_log.display(),
+            python = llm_python_path().display(),
+            launcher = launcher.display(),
+            gguf = llm_model_path().display(),
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, argv_log)
+}
+
+#[test]
+fn generate_backend_vllm_starts_a_standin_vllm_serve_with_the_original_flags() {
+    // Only to know the test LLM is installed (and fail in CI when it is not).
+    let Some(probe) = llm_server(1) else { return };
+    drop(probe);
+    let dir = tempfile::tempdir().unwrap();
+    let (vllm, argv_log) = standin_vllm(dir.path());
+    let root = dir.path().join("out");
+    let out = bcb()
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.path().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .env_remove("VLLM_N_GPUS")
+        .args([
+            "generate",
+            "--model",
+            "org/gemma-test",
+            "--split",
+            "complete",
+            "--subset",
+            "hard",
+            "--backend",
+            "vllm",
+            // The original's spellings, Fire-style.
+            "--tp",
+            "2",
+            "--max_model_len",
+            "4096",
+            "--trust_remote_code",
+            "True",
+            "--tokenizer_name",
+            "org/tok",
+            "--tokenizer_legacy=False",
+            "--revision",
+            "r1",
+            "--id_range",
+            "0-2",
+            "--max_new_tokens",
+            "16",
+            "--root",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let err = ok(&out);
+    let argv = std::fs::read_to_string(&argv_log).unwrap();
+    assert!(
+        argv.starts_with("serve org/gemma-test --host 127.0.0.1 --port "),
+        "{argv}"
+    );
+    for want in [
+        "--tensor-parallel-size 2",
+        "--max-model-len 4096",
+        "--dtype bfloat16",
+        "--revision r1",
+        "--trust-remote-code",
+        "--tokenizer org/tok",
+    ] {
+        assert!(argv.contains(want), "{want} missing in: {argv}");
+    }
+    let file = root.join(
+        "org--gemma-test--r1--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated.jsonl",
+    );
+    let rows = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(rows.lines().count(), 2, "{err}");
+    // The server is stopped with the run.
+    let port: u16 = argv.split_whitespace().nth(5).unwrap().parse().unwrap();
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the stand-in server still listens on {port}"
+    );
+    let _ = vllm;
+}
+
+#[test]
+fn sanitize_and_generate_apply_one_think_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = "<think>\n```python\ndef task_func():\n    return 'draft'\n```\n</think>\n```python\ndef task_func():\n    return 'final'\n```\n";
+    let samples = dir.path().join("s.jsonl");
+    std::fs::write(
+        &samples,
+        format!(
+            "{}\n",
+            json!({"task_id": "BigCodeBench/15", "solution": raw})
+        ),
+    )
+    .unwrap();
+    // Positional samples, as `bigcodebench.sanitize x.jsonl`.
+    ok(&bcb().args(["sanitize"]).arg(&samples).output().unwrap());
+    let out: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("s-sanitized.jsonl")).unwrap(),
+    )
+    .unwrap();
+    let sol = out["solution"].as_str().unwrap();
+    assert!(sol.contains("'final'") && !sol.contains("'draft'"), "{sol}");
+
+    // generate applies the same rule to the same answer.
+    let stub = TestServer::stub(Arc::new(move |_p: &str, _b: &Value| {
+        (
+            200,
+            "application/json",
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>\n```python\ndef task_func():\n    return 'draft'\n```\n</think>\n```python\ndef task_func():\n    return 'final'\n```\n"}}]}).to_string(),
+        )
+    }));
+    let root = dir.path().join("gen");
+    ok(&bcb()
+        .args(generate_args(&root, &format!("{}/v1", stub.url()), "1-2"))
+        .output()
+        .unwrap());
+    let row: Value = serde_json::from_str(
+        std::fs::read_to_string(samples_file(&root, "openai", "stub-model"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(row["task_id"], "BigCodeBench/15");
+    assert_eq!(row["solution"].as_str().unwrap(), sol);
+}
+
+#[test]
+fn syncheck_of_a_partial_file_summarises_missing_tasks_and_takes_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = dir.path().join("p.jsonl");
+    std::fs::write(
+        &samples,
+        format!(
+            "{}\n{}\n",
+            json!({"task_id": "BigCodeBench/0", "solution": "def task_func():\n    pass\n"}),
+            json!({"task_id": "BigCodeBench/1", "solution": "def task_func(:\n"})
+        ),
+    )
+    .unwrap();
+    let out = bcb().args(["syncheck"]).arg(&samples).output().unwrap();
+    ok(&out);
+    let stdout = text(&out.stdout);
+    let missing = stdout
+        .lines()
+        .filter(|l| l.ends_with("is missing!"))
+        .count();
+    assert_eq!(missing, 20, "{stdout}");
+    assert!(
+        stdout.contains("and 1118 more missing (1138/1140 tasks"),
+        "{stdout}"
+    );
+    let out = bcb()
+        .args(["syncheck", "--samples"])
+        .arg(&samples)
+        .args(["--ids", "0,1"])
+        .output()
+        .unwrap();
+    ok(&out);
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("missing"), "{stdout}");
+    assert!(stdout.contains("1/2 code are not compilable"), "{stdout}");
+}
+
+#[test]
+fn a_missing_samples_file_is_reported_once_before_any_dataset_work() {
+    let out = bcb()
+        .env("BCB_DATASET_DIR", "/nonexistent-dataset-dir")
+        .args(["syncheck", "--samples", "/nonexistent/samples.jsonl"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/samples.jsonl"), "{err}");
+}

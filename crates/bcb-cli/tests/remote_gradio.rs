@@ -1,0 +1,391 @@
+//! `bcb evaluate --execution gradio` against bcb's own evaluator Space (`space/app.py`) served
+//! by real Gradio 5 and 6 servers on loopback, which run the real `bcb` binary, eval env and
+//! dataset inside. Checked: the result files equal a local run's (date aside), the original's
+//! client (bigcodebench 0.2.5) gets the same files, a Space restarted mid-job is survived, and
+//! an upload over the Space's limit is a clear error.
+//!
+//! Needs `.ci/setup-gradio.sh` (BCB_GRADIO5_PYTHON, BCB_GRADIO6_PYTHON) besides the eval env
+//! and the dataset; `BCB_REQUIRE_GRADIO=1` (CI) turns a missing one into a failure.
+
+mod evalkit;
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use evalkit::Env;
+use serde_json::Value;
+
+/// Hard-subset tasks that run offline in a few seconds.
+const IDS: &str = "19,92,100,108";
+const SAMPLES_NAME: &str = "m--bigcodebench-hard-complete.jsonl";
+const REAL_SAMPLES: &str = "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz";
+
+/// bcb's Space under a real Gradio server; killed (with its jobs) on drop.
+struct Space {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+impl Space {
+    fn start(py: &Path, env: &Env, port: u16, extra: &[(&str, &str)]) -> Space {
+        let cache = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("space.log");
+        let app = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../space/app.py");
+        let mut cmd = Command::new(py);
+        cmd.arg(app)
+            .env("BCB_BIN", env!("CARGO_BIN_EXE_bcb"))
+            .env("BCB_PYTHON", &env.python)
+            .env("BCB_DATASET_DIR", &env.dataset_dir)
+            .env("BCB_OFFLINE", "1")
+            .env("BCB_CACHE_DIR", cache.path())
+            .env("BCB_SPACE_PRELOAD", "")
+            .env("GRADIO_SERVER_NAME", "127.0.0.1")
+            .env("GRADIO_SERVER_PORT", port.to_string())
+            .env("GRADIO_ANALYTICS_ENABLED", "False")
+            .env("GRADIO_TEMP_DIR", tmp.path())
+            .env("HF_HUB_OFFLINE", "1")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(tmp.path().join("space.err")).unwrap())
+            // Its own process group: a kill takes the running `bcb` jobs with it, as a
+            // Space restart does.
+            .process_group(0);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("the Space app starts");
+        let space = Space {
+            child,
+            port,
+            log,
+            _dirs: [cache, tmp],
+        };
+        space.wait_ready();
+        space
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn wait_ready(&self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(120) {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if log.contains("Running on local URL") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let err = std::fs::read_to_string(self.log.with_file_name("space.err")).unwrap_or_default();
+        panic!("the Space did not start in 120 s:\n{err}");
+    }
+
+    /// Whether a `bcb` job is running under the app (a child process of it).
+    fn has_job(&self) -> bool {
+        let pid = self.child.id().to_string();
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // pid (comm) state ppid ...
+            let after = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+            stat.contains("(bcb)") && after.split(' ').nth(1) == Some(pid.as_str())
+        })
+    }
+
+    fn kill(&mut self) {
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Space {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Canonical solutions of the hard tasks in `IDS` plus a real model's answers to them.
+fn write_samples(env: &Env, dir: &Path) -> PathBuf {
+    let ds = bcb_dataset::Dataset::from_file(
+        &env.dataset_dir.join("bigcodebench-hard-v0.1.4.jsonl.gz"),
+        bcb_dataset::Subset::Hard,
+        "v0.1.4",
+    )
+    .unwrap();
+    let ids = bcb_dataset::parse_task_ids(IDS);
+    let mut rows: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            let t = serde_json::to_value(ds.get(id).unwrap()).unwrap();
+            let solution = format!(
+                "{}{}",
+                t["complete_prompt"].as_str().unwrap(),
+                t["canonical_solution"].as_str().unwrap()
+            );
+            serde_json::json!({"task_id": id, "solution": solution})
+        })
+        .collect();
+    let real = env.dataset_dir.join("../real-samples").join(REAL_SAMPLES);
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&real).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        if ids.iter().any(|id| r["task_id"] == id.as_str()) {
+            rows.push(serde_json::json!({"task_id": r["task_id"], "solution": r["solution"]}));
+        }
+    }
+    assert_eq!(rows.len(), 2 * ids.len(), "real samples cover the tasks");
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(SAMPLES_NAME);
+    evalkit::write_jsonl(&path, &rows);
+    path
+}
+
+/// `X_eval_results.json` without its date, and `X_pass_at_k.json`, of a run in `dir`.
+fn outputs(dir: &Path) -> (Value, Value) {
+    let stem = SAMPLES_NAME.trim_end_matches(".jsonl");
+    let mut results = evalkit::read_json(&dir.join(format!("{stem}_eval_results.json")));
+    results.as_object_mut().unwrap().remove("date");
+    let pass_at_k = evalkit::read_json(&dir.join(format!("{stem}_pass_at_k.json")));
+    (results, pass_at_k)
+}
+
+fn local_run(env: &Env) -> (Value, Value) {
+    let samples = write_samples(env, &env.path("local"));
+    let out = env.run(&[
+        "evaluate",
+        "--subset",
+        "hard",
+        "--ids",
+        IDS,
+        "--quiet",
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    outputs(&env.path("local"))
+}
+
+fn remote_run(env: &Env, url: &str, dir: &str) -> Output {
+    let samples = write_samples(env, &env.path(dir));
+    env.run(&[
+        "evaluate",
+        "--execution",
+        "gradio",
+        "--gradio-endpoint",
+        url,
+        "--subset",
+        "hard",
+        "--ids",
+        IDS,
+        "--samples",
+        samples.to_str().unwrap(),
+    ])
+}
+
+/// The original harness's own client: `bigcodebench.evaluate --execution gradio`.
+fn original_client(py: &Path, env: &Env, url: &str) -> Output {
+    let samples = write_samples(env, &env.path("original"));
+    let out = Command::new(py)
+        .args([
+            "-m",
+            "bigcodebench.evaluate",
+            "--execution",
+            "gradio",
+            "--gradio_endpoint",
+            url,
+        ])
+        .args([
+            "--split",
+            "complete",
+            "--subset",
+            "hard",
+            "--selective_evaluate",
+            IDS,
+        ])
+        .arg("--samples")
+        .arg(&samples)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HOME", env.cache.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "original client:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        evalkit::stderr(&out)
+    );
+    out
+}
+
+fn same_files_as_local(major: u32) {
+    let (Some(env), Some(py)) = (evalkit::env(), bcb_testkit::gradio_python(major)) else {
+        return;
+    };
+    let space = Space::start(&py, &env, free_port(), &[]);
+    let local = local_run(&env);
+
+    let out = remote_run(&env, &space.url(), "remote");
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    assert!(
+        evalkit::stderr(&out).contains(&format!("Gradio {major}.")),
+        "discovered the version"
+    );
+    assert_eq!(
+        outputs(&env.path("remote")),
+        local,
+        "bcb's client through the Gradio {major} Space"
+    );
+
+    let out = original_client(&py, &env, &space.url());
+    assert!(out.status.success());
+    assert_eq!(
+        outputs(&env.path("original")),
+        local,
+        "the original's client through the Gradio {major} Space"
+    );
+
+    // The ground-truth check goes through too, and writes nothing.
+    let out = env.run(&[
+        "evaluate",
+        "--execution",
+        "gradio",
+        "--gradio-endpoint",
+        &space.url(),
+        "--subset",
+        "hard",
+        "--ids",
+        IDS,
+        "--check-gt-only",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Groundtruth pass rate: 1.000"));
+}
+
+#[test]
+fn gradio5_space_gives_local_results_to_bcb_and_original_clients() {
+    same_files_as_local(5);
+}
+
+#[test]
+fn gradio6_space_gives_local_results_to_bcb_and_original_clients() {
+    same_files_as_local(6);
+}
+
+#[test]
+fn gradio_space_killed_and_restarted_mid_job_is_resubmitted_once() {
+    let (Some(env), Some(py)) = (evalkit::env(), bcb_testkit::gradio_python(6)) else {
+        return;
+    };
+    let port = free_port();
+    let mut space = Space::start(&py, &env, port, &[]);
+    let local = local_run(&env);
+    let samples = write_samples(&env, &env.path("remote"));
+    let client = env
+        .bcb()
+        .args([
+            "evaluate",
+            "--execution",
+            "gradio",
+            "--gradio-endpoint",
+            &space.url(),
+        ])
+        .args([
+            "--subset",
+            "hard",
+            "--ids",
+            IDS,
+            "--samples",
+            samples.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !space.has_job() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the job never started on the Space"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    space.kill();
+    let _space = Space::start(&py, &env, port, &[]);
+    let out = client.wait_with_output().unwrap();
+    let err = evalkit::stderr(&out);
+    eprintln!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("resubmitting it once"),
+        "the user is told: {err}"
+    );
+    assert_eq!(outputs(&env.path("remote")), local);
+}
+
+#[test]
+fn gradio_space_upload_over_its_limit_is_a_clear_error() {
+    let (Some(env), Some(py)) = (evalkit::env(), bcb_testkit::gradio_python(5)) else {
+        return;
+    };
+    let space = Space::start(&py, &env, free_port(), &[("BCB_SPACE_MAX_UPLOAD", "1kb")]);
+    let out = remote_run(&env, &space.url(), "remote");
+    let err = evalkit::stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("too large"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!env
+        .path("remote")
+        .join("m--bigcodebench-hard-complete_eval_results.json")
+        .exists());
+}
+
+#[test]
+fn gradio_endpoint_down_fails_after_bounded_retries_without_local_fallback() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = write_samples(&env, &env.path("remote"));
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let out = env.run(&[
+        "evaluate",
+        "--execution",
+        "gradio",
+        "--gradio_endpoint",
+        &url,
+        "--remote-retries",
+        "2",
+        "--subset",
+        "hard",
+        "--ids",
+        IDS,
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
+    let err = evalkit::stderr(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("gave up after 3 tries"), "{err}");
+    assert!(err.contains("retrying in"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert!(
+        !env.path("remote")
+            .join("m--bigcodebench-hard-complete_eval_results.json")
+            .exists(),
+        "no local fallback"
+    );
+}
