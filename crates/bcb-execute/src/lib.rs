@@ -20,7 +20,9 @@ mod verdict;
 
 pub use error::ExecError;
 pub use job::{program_digest, Job, JobId, Limits, Program};
-pub use local::{host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor};
+pub use local::{
+    host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor, Protection,
+};
 pub use spec::{ExecutorSpec, LocalKind};
 pub use verdict::{Details, Outcome, Status, ALL};
 

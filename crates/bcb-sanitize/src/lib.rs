@@ -13,6 +13,7 @@ mod extract;
 mod pystr;
 mod slice;
 mod syntax;
+pub mod tamper;
 
 pub use extract::{code_extract, code_extract_for, code_extract_naive};
 pub use pystr::{py_splitlines, py_strip};

@@ -170,11 +170,13 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 && (text.contains("nltk") || text.contains("TextBlob"))
         })
     };
-    let protections = bcb_execute::probe_protections(&bcb_execute::ExecConfig {
+    let exec_cfg = bcb_execute::ExecConfig {
         python: python.clone(),
         parallel: 1,
         limits: bcb_execute::Limits::default(),
-    });
+    };
+    // Every protection, in force or not, with the fallback named where it is not.
+    let protections = bcb_execute::host_isolation().protections(&exec_cfg);
     if args.json {
         let j = serde_json::json!({
             "python": python, "python_version": report["python"],
@@ -208,7 +210,16 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 nltk_tasks.join(", ")
             );
         }
-        println!("sandbox       {}", protections.join(", "));
+        let active = protections.iter().filter(|p| p.active).count();
+        println!(
+            "sandbox       {active} of {} protections active",
+            protections.len()
+        );
+        let width = protections.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        for p in &protections {
+            let mark = if p.active { "on " } else { "off" };
+            println!("  {mark} {:width$}  {}", p.name, p.detail);
+        }
     }
     Ok(if failed.is_empty() {
         ExitCode::SUCCESS

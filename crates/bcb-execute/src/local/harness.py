@@ -20,6 +20,11 @@
 #               killed_at_deadline, oom_killed?, integrity?, report?}
 #   report (written by the sample's process on its private channel, untrusted):
 #              {status, details, test_secs, ran, skipped, integrity?} or {harness_error}
+#   isolation also carries uid_switch (host root: the sample drops to uid/gid 65534); the
+#   config may carry ro_paths: [dir] (extra read-only binds into the sample's root).
+#   The report line carries the nonce the supervisor wrote into the child's key pipe after
+#   the fork (read by the child only after the tests); it is checked and dropped by the
+#   supervisor, never sent to Rust.
 
 import json
 import os
@@ -54,6 +59,55 @@ PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+
+MNT_DETACH = 2
+PR_SET_DUMPABLE = 4
+
+# Unprivileged identity a sample runs as when the slot is host root (kernel overflow ids).
+SANDBOX_UID = 65534
+SANDBOX_GID = 65534
+
+# A container's /proc and /sys: the masked and read-only paths of Docker's default spec
+# (moby oci/defaults.go DefaultLinuxSpec: MaskedPaths, ReadonlyPaths; runc applies the same
+# lists in libcontainer/rootfs_linux.go), plus /proc/kmsg and /proc/kallsyms.
+MASKED_PATHS = (
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/kmsg",
+    "/proc/kallsyms",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+    "/sys/kernel/debug",
+    "/sys/kernel/security",
+)
+READONLY_PATHS = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+
+# The filesystem a sample sees, by allow-list: the OS's programs and libraries ...
+ROOT_ALLOW = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# ... and the parts of /etc the interpreter and the tasks read (no shadow, ssh, sudoers,
+# pip/npm credentials, machine-id).
+ETC_ALLOW = (
+    "passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "host.conf",
+    "gai.conf", "protocols", "services", "networks", "ethertypes", "rpc", "netconfig",
+    "mime.types", "mailcap", "localtime", "timezone", "ssl", "ca-certificates",
+    "ca-certificates.conf", "pki", "crypto-policies", "fonts", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "alternatives", "os-release", "lsb-release", "debian_version", "issue",
+    "magic", "magic.mime", "locale.alias", "locale.gen", "locale.conf", "inputrc", "terminfo",
+    "shells", "login.defs", "mtab", "xdg", "xml", "sgml", "papersize", "python3", "python3.11",
+    "gitconfig", "wgetrc", "ImageMagick-6", "ImageMagick-7",
+)
+# Inside an allowed directory, still hidden.
+ETC_MASKED = ("/etc/ssl/private",)
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+SANDBOX_MPLCONFIG = "/var/cache/bcb-mplconfig"
 
 _libc = None
 
@@ -148,8 +202,9 @@ def expected_tests(test_code):
 # active set is reported once by the supervisor's probe.
 
 
-def remount_readonly():
-    """Bind-remount every mount read-only, keeping the flags the kernel may have locked."""
+def remount_readonly(skip=()):
+    """Bind-remount every mount read-only (except `skip`), keeping the flags the kernel may
+    have locked."""
     mounts = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
@@ -166,6 +221,8 @@ def remount_readonly():
         "relatime": MS_RELATIME,
     }
     for target, opts in mounts:
+        if target in skip or "ro" in opts:
+            continue
         flags = MS_BIND | MS_REMOUNT | MS_RDONLY
         for o in opts:
             flags |= flagmap.get(o, 0)
@@ -174,6 +231,166 @@ def remount_readonly():
         except OSError:
             # Mounts hidden under others or already gone: nothing writable to protect there.
             pass
+
+
+def umount2(target, flags):
+    _check(libc().umount2(target.encode(), flags), "umount %s" % target)
+
+
+def pivot_root(new_root):
+    """Makes `new_root` the root and detaches the old one (pivot_root(".", ".") idiom)."""
+    import ctypes
+    import platform
+
+    nr = {"x86_64": 155, "aarch64": 41}[platform.machine()]
+    os.chdir(new_root)
+    sc = libc().syscall
+    sc.restype = ctypes.c_long
+    _check(sc(ctypes.c_long(nr), b".", b"."), "pivot_root")
+    umount2(".", MNT_DETACH)
+    os.chdir("/")
+
+
+def _mountpoint(path, like):
+    """Creates an empty file or dir at `path` to bind `like` onto."""
+    if os.path.isdir(like):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        if not os.path.exists(path):
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+
+
+def _copy_or_bind(src, root, rec=True):
+    """Reproduces `src` under `root`: the same symlink, or a bind mount of it."""
+    dst = root + src
+    if os.path.islink(src):
+        os.makedirs(os.path.dirname(dst), mode=0o755, exist_ok=True)
+        if not os.path.lexists(dst):
+            os.symlink(os.readlink(src), dst)
+        return True
+    if not os.path.exists(src):
+        return False
+    _mountpoint(dst, src)
+    mount(src, dst, None, MS_BIND | (MS_REC if rec else 0))
+    return True
+
+
+def _mask(path):
+    """Hides a file (bind /dev/null over it) or a directory (an empty read-only tmpfs)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
+    elif os.path.exists(path):
+        mount("/dev/null", path, None, MS_BIND)
+
+
+def python_paths(cfg):
+    """The interpreter's own trees (often under a home directory) and whatever else the slot
+    must be able to read: bound alone, at the same paths."""
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    paths += [os.path.dirname(os.path.realpath(sys.executable))]
+    paths += [p for p in sys.path if p and os.path.isdir(p)]
+    paths += cfg.get("ro_paths") or []
+    out = []
+    for p in paths:
+        for q in (os.path.abspath(p), os.path.realpath(p)):
+            if os.path.isdir(q) and q not in out:
+                out.append(q)
+    return out
+
+
+def build_root(cfg, new, tmpfs_opts):
+    """The sample's filesystem, by allow-list, on a fresh tmpfs at `new`; then pivots into it.
+    Home directories, /root, /run, /var, the output and the samples file are simply absent."""
+    mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
+    # /tmp first: a Python tree or cache under the host's /tmp is then bound inside it.
+    os.makedirs(new + "/tmp", mode=0o1777)
+    mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
+    covered = []
+    for top in ROOT_ALLOW:
+        if _copy_or_bind(top, new):
+            covered.append(os.path.realpath(top))
+    for p in sorted(python_paths(cfg), key=len):
+        if any(p == c or p.startswith(c.rstrip("/") + "/") for c in covered):
+            continue
+        _copy_or_bind(p, new)
+        covered.append(p)
+    # bcb's matplotlib cache, wherever the host keeps it, at one fixed read-only path.
+    mpl = (cfg.get("env") or {}).get("MPLCONFIGDIR")
+    if mpl and os.path.isdir(mpl):
+        _mountpoint(new + SANDBOX_MPLCONFIG, mpl)
+        mount(mpl, new + SANDBOX_MPLCONFIG, None, MS_BIND)
+    os.makedirs(new + "/etc", mode=0o755, exist_ok=True)
+    for name in ETC_ALLOW:
+        try:
+            _copy_or_bind("/etc/" + name, new)
+        except OSError:
+            pass  # e.g. a dangling entry: the task simply does not see it
+    for p in ETC_MASKED:
+        if os.path.isdir(new + p):
+            _mask(new + p)
+    # A minimal /dev: the harmless character devices, a private shm and ptys.
+    dev = new + "/dev"
+    os.makedirs(dev, mode=0o755, exist_ok=True)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    for d in DEVICES:
+        if os.path.exists("/dev/" + d):
+            _mountpoint(dev + "/" + d, "/dev/" + d)
+            mount("/dev/" + d, dev + "/" + d, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx")):
+        os.symlink(target, dev + "/" + name)
+    os.makedirs(dev + "/pts", mode=0o755)
+    try:
+        mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    except OSError:
+        pass  # no ptys then; no task needs one
+    os.makedirs(dev + "/shm", mode=0o1777)
+    mount("tmpfs", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_opts)
+    # /proc of the sample's own PID namespace (the host's where that is refused), masked.
+    os.makedirs(new + "/proc", mode=0o555, exist_ok=True)
+    fresh = False
+    if cfg["isolation"].get("pidns"):
+        try:
+            mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            fresh = True
+        except OSError:
+            pass  # e.g. in a user namespace with a partly hidden /proc
+    if not fresh:
+        mount("/proc", new + "/proc", None, MS_BIND | MS_REC)
+    os.makedirs(new + "/sys", mode=0o555, exist_ok=True)
+    try:
+        mount("sysfs", new + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        try:
+            mount("/sys", new + "/sys", None, MS_BIND | MS_REC)
+        except OSError:
+            pass  # no /sys at all
+    for p in MASKED_PATHS:
+        try:
+            _mask(new + p)
+        except OSError:
+            pass  # absent on this kernel
+    for p in READONLY_PATHS:
+        if os.path.exists(new + p):
+            mount(new + p, new + p, None, MS_BIND)
+    pivot_root(new)
+    remount_readonly(skip=("/tmp", "/dev/shm", "/dev/pts", "/proc"))
+    # Fail closed: a writable kernel-settings tree would undo the rest.
+    for p in ("/", "/proc/sys", "/usr"):
+        if os.path.exists(p) and not os.statvfs(p).f_flag & os.ST_RDONLY:
+            raise OSError("sandbox: %s is still writable" % p)
+
+
+def switch_to_sandbox_user(uid, gid):
+    """Host root never runs a sample: drop to an unprivileged uid/gid (caps go with it)."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    drop_bounding_set()
+    os.setresuid(uid, uid, uid)
+    # A uid change clears these; keep /proc/self readable like an ordinary process and the
+    # death signal armed.
+    prctl(PR_SET_DUMPABLE, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def loopback_up():
@@ -191,12 +408,16 @@ def loopback_up():
         s.close()
 
 
-def drop_capabilities():
-    import ctypes
-
+def drop_bounding_set():
     for cap in range(64):
         if libc().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             break
+
+
+def drop_capabilities():
+    import ctypes
+
+    drop_bounding_set()
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -210,7 +431,7 @@ def drop_capabilities():
 
 
 def landlock(base):
-    """Degraded mode: writes only under the sample's dir (+ /dev, /dev/shm), no signals or
+    """Degraded mode: writes only under the sample's dir (+ the DEVICES, /dev/shm), no signals or
     abstract unix sockets outside the sandbox (ABI >= 6)."""
     import ctypes
     import struct
@@ -235,9 +456,12 @@ def landlock(base):
     fd = sc(ctypes.c_long(444), buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
     if fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    rules = [(base, write_rights), ("/dev", 2 | (16384 if abi >= 3 else 0))]
-    if os.path.isdir("/dev/shm"):
-        rules.append(("/dev/shm", write_rights))
+    # Devices one by one (not all of /dev: /dev/kmsg, /dev/console stay closed for writing).
+    file_write = 2 | (16384 if abi >= 3 else 0)
+    rules = [(base, write_rights)] + [("/dev/" + d, file_write) for d in DEVICES if os.path.exists("/dev/" + d)]
+    for d in ("/dev/shm", "/dev/pts"):
+        if os.path.isdir(d):
+            rules.append((d, write_rights if d == "/dev/shm" else file_write))
     for path, rights in rules:
         pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd), 12)
@@ -305,23 +529,17 @@ def isolate_child(cfg, base):
         flags |= CLONE_NEWUTS
     if flags:
         unshare(flags)
+    size = "size=%dm,mode=1777" % max(64, int(cfg["limits"].get("tmpfs_mb") or 1024))
     if iso.get("mountns"):
         mount(None, "/", None, MS_REC | MS_PRIVATE)
-        remount_readonly()
-        if iso.get("pidns"):
-            try:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            except OSError:
-                pass  # e.g. in a user namespace with a partly hidden /proc: keep the host's
-        size = "size=%dm" % max(64, int(cfg["limits"].get("tmpfs_mb") or 1024))
-        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, size + ",mode=1777")
-        if os.path.isdir("/dev/shm"):
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, size + ",mode=1777")
+        build_root(cfg, cfg["workroot"], size)
         base = "/tmp"
     else:
         import tempfile
 
         base = tempfile.mkdtemp(prefix="s-", dir=base)
+        if iso.get("uid_switch"):
+            os.chown(base, SANDBOX_UID, SANDBOX_GID)
     if iso.get("netns"):
         loopback_up()
     if iso.get("utsns"):
@@ -337,6 +555,8 @@ def isolate_child(cfg, base):
         n = int(cfg["limits"].get("max_processes") or 0)
         if n:
             resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
+    if iso.get("uid_switch"):
+        switch_to_sandbox_user(SANDBOX_UID, SANDBOX_GID)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if iso.get("dropcaps"):
         drop_capabilities()
@@ -548,29 +768,91 @@ class Guard:
         return cm()
 
 
-def unittest_snapshot(unittest, extra_classes=()):
-    """Identity of every attribute of unittest's modules and core classes, to detect patching."""
+def unittest_modules(unittest):
+    """unittest's modules and core classes, captured before the sample runs (the integrity
+    check then needs no import a sample's `__import__` hook could answer)."""
     import unittest.case
     import unittest.loader
     import unittest.result
     import unittest.suite
 
-    snap = {}
-    for mod in (unittest, unittest.case, unittest.loader, unittest.result, unittest.suite):
-        for k, v in list(vars(mod).items()):
-            snap[(mod.__name__, k)] = id(v)
-    classes = [
+    mods = (unittest, unittest.case, unittest.loader, unittest.result, unittest.suite)
+    classes = (
         unittest.TestCase,
         unittest.TestSuite,
         unittest.suite.BaseTestSuite,
         unittest.TestResult,
         unittest.TestLoader,
         unittest.case._Outcome,
-    ] + list(extra_classes)
+    )
+    return mods, classes
+
+
+def unittest_snapshot(mods, classes):
+    """Identity of every attribute of the given modules and classes, to detect patching."""
+    snap = {}
+    for mod in mods:
+        for k, v in list(vars(mod).items()):
+            snap[(mod.__name__, k)] = id(v)
     for cls in classes:
         for k, v in list(vars(cls).items()):
             snap[(cls.__qualname__, k)] = id(v)
+            code = getattr(v, "__code__", None)
+            if code is not None:
+                snap[(cls.__qualname__, k + ".__code__")] = id(code)
     return snap
+
+
+# Builtins the harness itself relies on while running and checking the tests.
+WATCHED_BUILTINS = (
+    "__build_class__", "__import__", "exec", "compile", "getattr", "setattr", "isinstance",
+    "len", "id", "vars", "type", "str", "dict", "list", "sorted", "set", "print", "open",
+)
+# Modules whose attributes the harness uses after the sample started.
+WATCHED_MODULES = ("json", "json.encoder", "os", "posix", "sys", "signal", "time", "builtins", "traceback")
+
+
+def harness_snapshot(harness_globals):
+    """Identity of the harness's own functions (and their code), the builtins and modules it
+    relies on, and which module objects sys.modules hands out for them."""
+    import builtins
+
+    snap = {}
+    for k, v in list(harness_globals.items()):
+        if callable(v):
+            snap[("harness", k)] = id(v)
+            code = getattr(v, "__code__", None)
+            if code is not None:
+                snap[("harness", k + ".__code__")] = id(code)
+    for k in WATCHED_BUILTINS:
+        snap[("builtins", k)] = id(getattr(builtins, k, None))
+    for name in WATCHED_MODULES:
+        mod = sys.modules.get(name)
+        snap[("sys.modules", name)] = id(mod)
+        if mod is not None:
+            for k, v in list(vars(mod).items()):
+                if callable(v):
+                    snap[(name, k)] = id(v)
+    for name in [n for n in sys.modules if n == "unittest" or n.startswith("unittest.")]:
+        snap[("sys.modules", name)] = id(sys.modules[name])
+    return snap
+
+
+def foreign_tests(test_class, names, first_test_line):
+    """Expected test methods not defined by the dataset's test code (a sample's class hook
+    or a later rewrite replaced them): their code must come from `__test__.py`, below the
+    sample's own lines."""
+    bad = []
+    for n in names or ():
+        fn = vars(test_class).get(n)
+        for _ in range(16):  # through decorators (mock.patch, skip...) to the defined function
+            code = getattr(fn, "__code__", None)
+            if code is not None and code.co_filename == "__test__.py":
+                break
+            fn = getattr(fn, "__wrapped__", None)
+        if code is None or code.co_filename != "__test__.py" or code.co_firstlineno < first_test_line:
+            bad.append("TestCases.%s" % n)
+    return bad
 
 
 def snapshot_diff(a, b):
@@ -635,10 +917,16 @@ def run_sample(job, cfg, base):
     import types
     import unittest
 
+    # The integrity check runs from these locals, captured before the sample exists
+    # (replacing the harness's module attributes does not reach them).
+    snap_unittest, snap_harness, diff, foreign = unittest_snapshot, harness_snapshot, snapshot_diff, foreign_tests
+    harness_globals = globals()
+    umods, uclasses = unittest_modules(unittest)
     limits = cfg["limits"]
     sink = make_sink_class()()
     sink.cap = int(limits.get("output_cap_bytes") or 65536)
     Recorder = make_recorder_class(unittest)
+    uclasses = uclasses + (Recorder,)
     guard = Guard(sink)
     result = {"status": None, "details": {}, "test_secs": None, "ran": [], "skipped": 0, "integrity": None}
     details = result["details"]
@@ -686,7 +974,9 @@ def run_sample(job, cfg, base):
             "environ": os.environ,
         }
     )
-    before = unittest_snapshot(unittest)
+    before = snap_unittest(umods, uclasses)
+    harness_before = snap_harness(harness_globals)
+    first_test_line = job["code"].count("\n") + 2
     test_result = None
     alarm_fired = []
     try:
@@ -702,7 +992,8 @@ def run_sample(job, cfg, base):
                 class_before = {k: id(v) for k, v in vars(TestCases).items()}
             except TypeError:
                 class_before = None
-            after_exec = unittest_snapshot(unittest)
+            after_exec = snap_unittest(umods, uclasses)
+            harness_after_exec = snap_harness(harness_globals)
 
             def on_alarm(signum, frame):
                 alarm_fired.append(time.time())
@@ -723,12 +1014,22 @@ def run_sample(job, cfg, base):
         result["status"] = "pass" if not details else "fail"
         # Integrity: the sample must not have altered unittest or the test class, and every
         # expected test must have reported exactly one outcome.
-        problems = snapshot_diff(before, after_exec) + snapshot_diff(before, unittest_snapshot(unittest))
+        problems = diff(before, after_exec) + diff(before, snap_unittest(umods, uclasses))
+        problems += diff(harness_before, harness_after_exec) + diff(harness_before, snap_harness(harness_globals))
         if class_before is not None:
             class_after = {k: id(v) for k, v in vars(TestCases).items()}
             problems += ["TestCases.%s" % k for k, v in class_before.items() if class_after.get(k) != v]
+            problems += foreign(TestCases, job.get("expected"), first_test_line)
+        if type(test_result) is not Recorder:
+            problems.append("the result recorder")
+        else:
+            problems += [
+                "result recorder instance.%s" % k
+                for k, v in vars(test_result).items()
+                if callable(v) and callable(getattr(Recorder, k, None))
+            ]
         if problems:
-            result["integrity"] = "unittest or TestCases modified by the sample: " + ", ".join(sorted(set(problems))[:10])
+            result["integrity"] = "unittest, the harness or TestCases modified by the sample: " + ", ".join(sorted(set(problems))[:10])
         result["ran"] = list(test_result._bcb_outcomes)
         result["skipped"] = len(test_result.skipped)
     except BaseException as e:
@@ -751,24 +1052,72 @@ def run_sample(job, cfg, base):
 # Supervisor
 
 
-def child_main(job, cfg, wfd, base):
+def make_report_encoder():
+    """A JSON encoder built from the C accelerator's functions, captured before any sample
+    runs: replacing `json.dumps` or the `json` module's attributes does not reach it."""
+    import json.encoder as je
+
+    make, esc = je.c_make_encoder, je.c_encode_basestring_ascii
+    if make is None or esc is None:
+        return json.dumps
+
+    def refuse(o):
+        raise TypeError("not JSON serializable: %s" % type(o).__name__)
+
+    enc = make(None, refuse, esc, None, ": ", ", ", False, False, True)
+    join = "".join
+    return lambda obj: join(enc(obj, 0))
+
+
+def random_fd(avoid):
+    """A free descriptor number the sample cannot predict (below the soft RLIMIT_NOFILE)."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = max(64, min(soft if soft > 0 else 1024, 4096))
+    while True:
+        fd = 10 + int.from_bytes(os.urandom(2), "little") % (top - 10)
+        if fd in avoid:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            return fd
+
+
+def close_all_but(keep):
+    """Closes every descriptor except `keep` (inherited, the slot's control pipes, its PID
+    namespace fd, whatever a preloaded module opened)."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listing's own fd, already gone
+
+
+def child_main(job, cfg, wfd, kfd, base):
+    # Captured before the sample exists: the report path uses only these locals.
+    encode, write, read, exit_ = make_report_encoder(), os.write, os.read, os._exit
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        # The result fd moves to a number the sample is unlikely to guess; control fds close.
-        hi = os.dup2(wfd, 1000 + (os.getpid() % 8000)) if wfd < 1000 else wfd
-        for fd in (CTRL_IN, CTRL_OUT, wfd, devnull):
-            if fd not in (0, 1, 2, hi):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        wfd = hi
+        # The report fd and the key fd move to numbers the sample cannot predict; every other
+        # descriptor closes.
+        rep = random_fd({0, 1, 2, wfd, kfd})
+        os.dup2(wfd, rep, inheritable=False)
+        key = random_fd({0, 1, 2, wfd, kfd, rep})
+        os.dup2(kfd, key, inheritable=False)
+        close_all_but({0, 1, 2, rep, key})
+        del wfd, kfd
         base = isolate_child(cfg, base)
         os.environ.clear()
         os.environ.update(cfg["env"])
+        if cfg["isolation"].get("mountns") and "MPLCONFIGDIR" in os.environ:
+            os.environ["MPLCONFIGDIR"] = SANDBOX_MPLCONFIG
         home = os.path.join(base, "home")
         os.makedirs(home, exist_ok=True)
         os.environ["HOME"] = home
@@ -782,16 +1131,29 @@ def child_main(job, cfg, wfd, base):
         np = sys.modules.get("numpy")
         if np is not None:
             np.random.seed(int.from_bytes(os.urandom(4), "little"))
-        nonce = job["nonce"]
         res = run_sample(job, cfg, base)
-        res["nonce"] = nonce
-        write_all(wfd, (json.dumps(res) + "\n").encode())
-        os._exit(0)
+        # The nonce exists in this process only from here on: the supervisor wrote it into the
+        # key pipe after the fork. A sample that read it first leaves nothing to read.
+        nonce = b""
+        try:
+            nonce = read(key, 64)  # the supervisor wrote and closed it right after the fork
+        except OSError:
+            pass
+        res["nonce"] = nonce.decode("ascii", "replace")
+        if not nonce:
+            res["integrity"] = "the report key was consumed before the tests finished"
+        line = (encode(res) + "\n").encode()
+        while line:
+            line = line[write(rep, line) :]
+        exit_(0)
     except BaseException as e:  # harness failure, not the sample's
         try:
-            write_all(wfd, (json.dumps({"nonce": job.get("nonce"), "harness_error": "%s: %s" % (type(e).__name__, e)}) + "\n").encode())
+            fds = locals()
+            out, key = fds.get("rep", fds.get("wfd")), fds.get("key", fds.get("kfd"))
+            msg = {"nonce": read(key, 64).decode("ascii", "replace"), "harness_error": "%s: %s" % (type(e).__name__, e)}
+            write_all(out, (json.dumps(msg) + "\n").encode())
         finally:
-            os._exit(71)
+            exit_(71)
 
 
 def list_descendants(root):
@@ -886,8 +1248,9 @@ def run_job(job, cfg, pidns_fd):
     import shutil
 
     expected = expected_tests(job["test"])
-    job["nonce"] = os.urandom(16).hex()
+    job["expected"] = expected
     rfd, wfd = os.pipe()
+    krfd, kwfd = os.pipe()
     base = cfg.get("workroot") or "/tmp"
     oom_before = cgroup_oom_kills(cfg)
     if pidns_fd is not None:
@@ -895,12 +1258,16 @@ def run_job(job, cfg, pidns_fd):
     t0 = time.time()
     pid = os.fork()
     if pid == 0:
-        os.close(rfd)
-        child_main(job, cfg, wfd, base)
+        child_main(job, cfg, wfd, krfd, base)
         os._exit(72)
     if pidns_fd is not None:
         setns(pidns_fd, CLONE_NEWPID)
     os.close(wfd)
+    os.close(krfd)
+    # The nonce is made after the fork, so the child's memory never held it before the tests.
+    nonce = os.urandom(16).hex()
+    write_all(kwfd, nonce.encode())
+    os.close(kwfd)
     # The pid is only meaningful to the orchestrator outside a user namespace.
     send({"event": "started", "key": job["key"], "pid": None if cfg["isolation"].get("userns") else pid})
     deadline = t0 + float(job["time_limit"]) + float(cfg["limits"].get("kill_grace_secs", 1.0))
@@ -966,7 +1333,7 @@ def run_job(job, cfg, pidns_fd):
             obj = json.loads(line)
         except ValueError:
             continue
-        if isinstance(obj, dict) and obj.get("nonce") == job["nonce"]:
+        if isinstance(obj, dict) and obj.get("nonce") == nonce:
             if report is not None:
                 msg["integrity"] = "more than one report"
             report = obj

@@ -14,5 +14,5 @@ mod wire;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
-pub use sandbox::{host_isolation, landlock_abi, Isolation};
+pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection};
 pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};

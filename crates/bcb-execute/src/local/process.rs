@@ -41,10 +41,16 @@ impl Base {
         // Samples running as the same uid without a PID namespace could otherwise read our
         // environment (secrets) through /proc/<pid>/environ.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+        let iso = iso.for_python(&cfg.python);
         let root = tempfile::Builder::new()
             .prefix("bcb-exec-")
             .tempdir()
             .context("cannot create a work directory")?;
+        if iso.uid_switch && !iso.mountns {
+            // Without a private root the sample (uid 65534) works in a dir under this one.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o711))?;
+        }
         let mut mpl = mplconfig_dir();
         if std::fs::create_dir_all(&mpl).is_err() {
             // e.g. a user without a home: a per-run cache still beats one per sample

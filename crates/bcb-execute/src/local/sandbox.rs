@@ -21,6 +21,9 @@ pub struct Isolation {
     pub dropcaps: bool,
     /// RLIMIT_NPROC fallback when there is no pids cgroup.
     pub nproc_rlimit: bool,
+    /// Host root: the sample switches to uid/gid 65534 (after its mounts are built), so no
+    /// DAC check on a host file passes as root.
+    pub uid_switch: bool,
     /// Landlock (no mount namespace): writes only in the sample dir, signals scoped.
     pub landlock: bool,
     /// seccomp (no network namespace): only AF_UNIX sockets.
@@ -40,12 +43,15 @@ impl Isolation {
         if self.userns {
             out.push("user namespace (unprivileged host: root only inside the sandbox)".into());
         }
+        if self.clone().for_python(&cfg.python).uid_switch {
+            out.push("sample runs as uid/gid 65534 (never host root)".into());
+        }
         if self.pidns {
             out.push("PID namespace per sample (leftover processes die with it)".into());
         }
         if self.mountns {
             out.push(
-                "mount namespace: read-only filesystem, private tmpfs on /tmp and /dev/shm (cwd, HOME)"
+                "mount namespace: allow-listed read-only root (no homes, /run, output), masked /proc, minimal /dev, private tmpfs on /tmp and /dev/shm (cwd, HOME)"
                     .into(),
             );
         }
@@ -101,6 +107,194 @@ impl Isolation {
         out.push(format!(
             "output swallowed, at most {} bytes kept",
             l.output_cap_bytes
+        ));
+        out
+    }
+}
+
+/// One protection of the sandbox, in force or not, and what stands in for it when not.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Protection {
+    pub name: &'static str,
+    pub active: bool,
+    /// What it does here, or the fallback in force when it is not active.
+    pub detail: String,
+}
+
+/// Whether uid 65534 could reach `path` (every ancestor searchable by others).
+fn others_can_reach(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    real.ancestors()
+        .skip(1)
+        .all(|dir| std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+impl Isolation {
+    /// Resolves the uid switch for this interpreter: without a mount namespace (which binds the
+    /// eval env at reachable paths) uid 65534 must be able to reach the interpreter itself.
+    pub fn for_python(mut self, python: &Path) -> Isolation {
+        if self.uid_switch && !self.mountns && !others_can_reach(python) {
+            self.uid_switch = false;
+        }
+        self
+    }
+
+    /// Every protection, active or not, with the fallback named (`bcb env check`).
+    pub fn protections(&self, cfg: &ExecConfig) -> Vec<Protection> {
+        let iso = self.clone().for_python(&cfg.python);
+        let root = unsafe { libc::geteuid() } == 0;
+        let l = &cfg.limits;
+        let p = |name, active, detail: &str| Protection {
+            name,
+            active,
+            detail: detail.to_string(),
+        };
+        let mut out = vec![
+            p(
+                "unprivileged sample",
+                iso.uid_switch || iso.userns || !root,
+                if iso.uid_switch {
+                    "host root: the sample runs as uid/gid 65534"
+                } else if iso.userns {
+                    "user namespace: uid 0 inside maps to the invoking unprivileged user"
+                } else if !root {
+                    "bcb runs unprivileged: the sample has the invoking user's uid"
+                } else {
+                    "fallback: root with every capability dropped (uid 65534 cannot reach the eval env; install it outside a private home)"
+                },
+            ),
+            p(
+                "user namespace",
+                iso.userns,
+                if iso.userns {
+                    "the slot maps itself to the invoking user"
+                } else if root && iso.uid_switch {
+                    "not needed as root (uid switch instead)"
+                } else if root {
+                    "not used as root"
+                } else {
+                    "fallback: Landlock + seccomp + rlimits"
+                },
+            ),
+            p(
+                "PID namespace per sample",
+                iso.pidns,
+                if iso.pidns {
+                    "leftover processes die with it; other processes invisible"
+                } else {
+                    "fallback: own session + subreaper, every descendant killed"
+                },
+            ),
+            p(
+                "filesystem allow-list (mount namespace)",
+                iso.mountns,
+                if iso.mountns {
+                    "new root: /usr /bin /sbin /lib*, the Python trees, a filtered /etc, private /tmp; all read-only but /tmp and /dev/shm"
+                } else if iso.landlock {
+                    "fallback: Landlock, writes only in the sample's dir (the filesystem stays visible)"
+                } else {
+                    "fallback: none (the sample sees and may write what its uid may)"
+                },
+            ),
+            p(
+                "container /proc and /sys",
+                iso.mountns,
+                if iso.mountns {
+                    "Docker's masked paths (kcore, keys, timer_list, ...) hidden; /proc/sys, sysrq-trigger, irq, bus, fs read-only"
+                } else {
+                    "fallback: the unprivileged uid (or dropped capabilities) decides"
+                },
+            ),
+            p(
+                "minimal /dev",
+                iso.mountns,
+                if iso.mountns {
+                    "null zero full random urandom tty, private shm and pts"
+                } else {
+                    "fallback: the host's /dev, checked by the sample's uid"
+                },
+            ),
+            p(
+                "network namespace",
+                iso.netns,
+                if iso.netns {
+                    "loopback only"
+                } else if iso.seccomp_net {
+                    "fallback: seccomp, AF_UNIX sockets only"
+                } else {
+                    "fallback: none"
+                },
+            ),
+            p(
+                "IPC and UTS namespaces",
+                iso.ipcns && iso.utsns,
+                if iso.ipcns {
+                    "private SysV IPC, hostname `sandbox`"
+                } else {
+                    "fallback: none"
+                },
+            ),
+        ];
+        let mem = iso.cgroup_memory.is_some() && l.memory_mb > 0;
+        out.push(Protection {
+            name: "memory cgroup",
+            active: mem,
+            detail: if mem {
+                format!("{} MB per sample", l.memory_mb)
+            } else {
+                format!("fallback: RLIMIT_AS {} MB", l.memory_mb)
+            },
+        });
+        let pids = iso.cgroup_pids.is_some() && l.max_processes > 0;
+        out.push(Protection {
+            name: "pids cgroup",
+            active: pids,
+            detail: if pids {
+                format!("{} processes per sample", l.max_processes)
+            } else {
+                format!("fallback: RLIMIT_NPROC {}", l.max_processes)
+            },
+        });
+        out.push(p(
+            "capabilities dropped",
+            iso.dropcaps || !root,
+            if iso.dropcaps {
+                "bounding, effective, permitted and inheritable sets emptied"
+            } else {
+                "unprivileged: none to drop"
+            },
+        ));
+        if !iso.mountns {
+            out.push(Protection {
+                name: "Landlock",
+                active: iso.landlock,
+                detail: format!("ABI {}", landlock_abi().max(0)),
+            });
+        }
+        if !iso.netns {
+            out.push(p("seccomp network filter", iso.seccomp_net, "AF_UNIX only"));
+        }
+        out.push(p("no_new_privs", true, "no setuid gains"));
+        out.push(p(
+            "descriptor hygiene",
+            true,
+            "the slot marks every inherited fd close-on-exec; the sample holds only 0-2 and its report pipes",
+        ));
+        out.push(p(
+            "report channel",
+            true,
+            "nonce written by the supervisor after the fork, read only after the tests; report and key pipes at random fds",
+        ));
+        out.push(p(
+            "integrity checks",
+            true,
+            "unittest, the harness's functions, builtins hooks, TestCases provenance, the result recorder",
+        ));
+        out.push(p(
+            "environment allow-list",
+            true,
+            "no parent variables but locale and TERM",
         ));
         out
     }
@@ -195,6 +389,7 @@ impl Isolation {
             ipcns: false,
             utsns: false,
             dropcaps: unsafe { libc::geteuid() } == 0,
+            uid_switch: unsafe { libc::geteuid() } == 0,
             nproc_rlimit: host.cgroup_pids.is_none(),
             landlock: landlock_abi() >= 1,
             seccomp_net: Path::new("/proc/sys/kernel/seccomp").exists(),
@@ -229,6 +424,9 @@ pub fn host_isolation() -> Isolation {
             iso.utsns = true;
         }
         iso.dropcaps = root || userns;
+        // With a mount namespace the sample's view binds the eval env at traversable paths;
+        // without one, [`Isolation::for_python`] decides whether uid 65534 could run it.
+        iso.uid_switch = root;
         // Without namespaces, Landlock and seccomp stand in for the mount and net namespaces.
         iso.landlock = !iso.mountns && landlock_abi() >= 1;
         iso.seccomp_net = !iso.netns && Path::new("/proc/sys/kernel/seccomp").exists();
@@ -296,6 +494,75 @@ impl Drop for SlotCgroups {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> ExecConfig {
+        ExecConfig {
+            python: PathBuf::from("/usr/bin/python3"),
+            parallel: 1,
+            limits: crate::Limits::default(),
+        }
+    }
+
+    /// Without namespaces every missing protection names what stands in for it.
+    #[test]
+    fn protections_name_the_fallback_when_namespaces_are_missing() {
+        let iso = Isolation {
+            nproc_rlimit: true,
+            landlock: true,
+            seccomp_net: true,
+            ..Isolation::default()
+        };
+        let list = iso.protections(&cfg());
+        for name in [
+            "PID namespace per sample",
+            "filesystem allow-list (mount namespace)",
+            "network namespace",
+            "memory cgroup",
+            "pids cgroup",
+        ] {
+            let p = list.iter().find(|p| p.name == name).expect(name);
+            assert!(!p.active, "{name}");
+            assert!(p.detail.starts_with("fallback: "), "{name}: {}", p.detail);
+        }
+        let landlock = list
+            .iter()
+            .find(|p| p.name == "filesystem allow-list (mount namespace)");
+        assert!(landlock.unwrap().detail.contains("Landlock"));
+        let net = list.iter().find(|p| p.name == "network namespace").unwrap();
+        assert!(net.detail.contains("seccomp"));
+    }
+
+    #[test]
+    fn full_namespaces_are_all_listed_active() {
+        let iso = Isolation {
+            pidns: true,
+            mountns: true,
+            netns: true,
+            ipcns: true,
+            utsns: true,
+            dropcaps: true,
+            uid_switch: true,
+            ..Isolation::default()
+        };
+        let list = iso.protections(&cfg());
+        for name in [
+            "unprivileged sample",
+            "PID namespace per sample",
+            "filesystem allow-list (mount namespace)",
+            "container /proc and /sys",
+            "minimal /dev",
+            "network namespace",
+            "descriptor hygiene",
+            "report channel",
+        ] {
+            assert!(list.iter().any(|p| p.name == name && p.active), "{name}");
         }
     }
 }

@@ -152,6 +152,20 @@ impl Slot {
                 if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // Whatever the launcher left open (CI runners do) closes at exec: only 0-4
+                // reach the harness. CLOEXEC rather than close, so std's own exec-error pipe
+                // keeps working; a kernel without close_range gets the same by a loop.
+                if libc::syscall(
+                    libc::SYS_close_range,
+                    5u32,
+                    u32::MAX,
+                    libc::CLOSE_RANGE_CLOEXEC,
+                ) != 0
+                {
+                    for fd in 5..65536 {
+                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    }
+                }
                 // Own session: the whole slot can be killed as a group.
                 libc::setsid();
                 Ok(())
