@@ -12,6 +12,8 @@ use bcb_execute::{Job, JobId, Limits, Program};
 use bcb_samples::{read_samples, SampleBody};
 use sha2::Digest;
 
+use bcb_sanitize::tamper::TamperPolicy;
+
 use crate::ground_truth::{canonical_program, GroundTruth};
 use crate::journal::ShardTag;
 use crate::limits::{ground_truth_time_limit, sample_time_limit};
@@ -29,6 +31,8 @@ pub struct Settings {
     /// Identifies the Python environment the verdicts come from (the lock digest of a managed
     /// env, else the interpreter path).
     pub runtime: String,
+    /// What a sample the tamper scan flags gets (samples only; canonical solutions are trusted).
+    pub tamper: TamperPolicy,
 }
 
 impl Settings {
@@ -369,5 +373,29 @@ mod tests {
         );
         assert!("0/4".parse::<Shard>().is_err());
         assert!("5/4".parse::<Shard>().is_err());
+    }
+}
+
+/// The tamper scan's verdict on a sample's program: `Some(text)` when `policy` refuses it
+/// (the `details["ALL"]` it gets), `None` when it runs. `warn` logs the findings and runs it.
+pub fn tamper_refusal(dataset: &Dataset, job: &Job, policy: TamperPolicy) -> Option<String> {
+    if policy == TamperPolicy::Off {
+        return None;
+    }
+    let libs = dataset
+        .get(job.task_id())
+        .map(Task::lib_names)
+        .unwrap_or_default();
+    let findings = bcb_sanitize::tamper::scan_for_task(&job.code, &libs);
+    if findings.is_empty() {
+        return None;
+    }
+    let text = bcb_sanitize::tamper::refusal_text(&findings);
+    match policy {
+        TamperPolicy::Refuse => Some(text),
+        _ => {
+            tracing::warn!("{}: {text} (run anyway: --tamper-policy warn)", job.id);
+            None
+        }
     }
 }

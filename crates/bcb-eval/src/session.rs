@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
 use bcb_dataset::Dataset;
-use bcb_execute::{ExecError, Executor, Job, JobId, Outcome};
+use bcb_execute::{Details, ExecError, Executor, Job, JobId, Outcome, Status};
 use bcb_samples::{eval_results_path, pass_at_k_path};
 
 use crate::event::{Event, Phase, RunReport, Sink};
@@ -18,7 +18,8 @@ use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
 use crate::passk::mean_pass_at_k;
 use crate::plan::{
-    ground_truth_jobs, sample_jobs, samples_journal_key, SampleProgram, Samples, Settings,
+    ground_truth_jobs, sample_jobs, samples_journal_key, tamper_refusal, SampleProgram, Samples,
+    Settings,
 };
 use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
 use crate::shard::ShardPlan;
@@ -290,8 +291,27 @@ impl<'a> Session<'a> {
                 .programs
                 .iter()
                 .filter(|p| !done.contains_key(&p.id));
-            let jobs = sample_jobs(self.dataset, todo, self.settings, gt);
+            let mut jobs = sample_jobs(self.dataset, todo, self.settings, gt);
+            // Samples the tamper scan refuses get their verdict without running.
+            let mut refused = Vec::new();
+            jobs.retain(
+                |job| match tamper_refusal(self.dataset, job, self.settings.tamper) {
+                    Some(text) => {
+                        refused.push((job.clone(), Outcome::new(Status::Fail, Details::all(text))));
+                        false
+                    }
+                    None => true,
+                },
+            );
             executed = jobs.len();
+            for (job, outcome) in &refused {
+                self.emit(&Event::JobDone {
+                    phase: Phase::Samples,
+                    job,
+                    outcome,
+                })?;
+            }
+            done.extend(refused.into_iter().map(|(job, o)| (job.id, o)));
             done.extend(self.run_phase(Phase::Samples, jobs, resumed)?);
             assemble(self.dataset, samples, &done)
         };

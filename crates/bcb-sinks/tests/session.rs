@@ -45,6 +45,7 @@ fn settings(base_timeout: f64) -> Settings {
         base_timeout,
         limits: Limits::default(),
         runtime: "test".into(),
+        tamper: Default::default(),
     }
 }
 
@@ -421,4 +422,46 @@ fn a_changed_setting_starts_the_journal_afresh() {
     let mut s = settings(240.0);
     s.calibrated = false;
     assert_ne!(samples_journal_key(&uncalibrated, &s), a);
+}
+
+#[test]
+fn a_sample_the_tamper_scan_flags_is_refused_without_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let path = dir.path().join("t.jsonl");
+    let forged = "import sys\ndef task_func():\n    sys._getframe(1).f_locals['result'] = 'pass'\n    return 1\n";
+    let mut text = String::new();
+    for i in 0..3 {
+        let code = if i == 1 {
+            forged.to_string()
+        } else {
+            "def task_func():\n    return 1\n".to_string()
+        };
+        text.push_str(
+            &serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": code})
+                .to_string(),
+        );
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    let run = Run {
+        ds: &ds,
+        settings: settings(240.0),
+        cache: dir.path(),
+        save_pass_rate: true,
+        force: false,
+    };
+    let exec = FakeExecutor::passing();
+    let report = run.evaluate(&exec, &path).unwrap();
+    let r = &report.results.eval["BigCodeBench/1"][0];
+    assert_eq!(r.status, Status::Fail);
+    let why = r.details.module_error().unwrap();
+    assert!(
+        why.starts_with("bcb: refused by the tamper scan: "),
+        "{why}"
+    );
+    assert!(exec
+        .attempts()
+        .keys()
+        .all(|id| id.task_id != "BigCodeBench/1" || id.program == Program::GroundTruth));
 }

@@ -112,6 +112,10 @@ pub struct Args {
     /// The number of shards for `--shard auto` under Kubernetes (the Job's completions).
     #[arg(long)]
     pub shard_count: Option<usize>,
+    /// What a sample the tamper scan flags gets: `refuse` (not run; `fail` with the findings as
+    /// its details), `warn` (run, findings logged) or `off` (no scan).
+    #[arg(long, default_value = "refuse")]
+    pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -281,6 +285,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         base_timeout: args.timeout,
         limits: args.limits(),
         runtime: pyenv::runtime_key(&python),
+        tamper: args.tamper_policy,
     };
     let config = ExecConfig {
         python,
