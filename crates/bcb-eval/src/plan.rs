@@ -361,21 +361,6 @@ pub fn shard_loads(dataset: &Dataset, samples: Option<&Samples>, count: usize) -
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shard_spelling() {
-        assert_eq!(
-            "2/4".parse::<Shard>().unwrap(),
-            Shard { index: 1, count: 4 }
-        );
-        assert!("0/4".parse::<Shard>().is_err());
-        assert!("5/4".parse::<Shard>().is_err());
-    }
-}
-
 /// The tamper scan's verdict on a sample's program: `Some(text)` when `policy` refuses it
 /// (the `details["ALL"]` it gets), `None` when it runs. `warn` logs the findings and runs it.
 pub fn tamper_refusal(dataset: &Dataset, job: &Job, policy: TamperPolicy) -> Option<String> {
@@ -397,5 +382,20 @@ pub fn tamper_refusal(dataset: &Dataset, job: &Job, policy: TamperPolicy) -> Opt
             tracing::warn!("{}: {text} (run anyway: --tamper-policy warn)", job.id);
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_spelling() {
+        assert_eq!(
+            "2/4".parse::<Shard>().unwrap(),
+            Shard { index: 1, count: 4 }
+        );
+        assert!("0/4".parse::<Shard>().is_err());
+        assert!("5/4".parse::<Shard>().is_err());
     }
 }
