@@ -142,7 +142,9 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
     let out = merge(&env, &samples, &mixed);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("other.jsonl") && stderr(&out).contains("other settings"),
+        stderr(&out).contains("other_eval_results.json.shard-2-of-4.jsonl")
+            && stderr(&out).contains("other settings")
+            && stderr(&out).contains("base=100"),
         "{}",
         stderr(&out)
     );

@@ -143,9 +143,19 @@ pub fn merge(dataset: &Dataset, samples: &Samples, paths: &[PathBuf]) -> anyhow:
     for (p, h) in &headers {
         let tag = h.shard.expect("checked above");
         if h.plan.as_ref() != Some(&plan) || tag.count != count || h.key != first.key {
+            let differs = h
+                .plan
+                .as_ref()
+                .map(|other| plan_differences(&plan, other))
+                .unwrap_or_default();
+            let differs = if tag.count != count {
+                format!("{count} shards vs {}", tag.count)
+            } else {
+                differs
+            };
             bail!(
-                "{}: made with other settings than {} (plan {:?} vs {:?})\nhint: re-run that shard with the same flags",
-                p.display(), first_path.display(), h.plan, plan
+                "{}: made with other settings than {} ({differs})\nhint: re-run that shard with the same flags",
+                p.display(), first_path.display()
             );
         }
         if let Some(other) = seen.insert(tag.index, p) {
@@ -206,4 +216,27 @@ pub fn merge(dataset: &Dataset, samples: &Samples, paths: &[PathBuf]) -> anyhow:
         outcomes,
         shards: paths.to_vec(),
     })
+}
+
+/// `field: a vs b` for each field two plans disagree on.
+fn plan_differences(a: &PlanInfo, b: &PlanInfo) -> String {
+    let fields = [
+        ("version", a.version.clone(), b.version.clone()),
+        ("subset", a.subset.clone(), b.subset.clone()),
+        ("dataset", a.dataset.clone(), b.dataset.clone()),
+        ("samples", a.samples.clone(), b.samples.clone()),
+        ("split", a.split.clone(), b.split.clone()),
+        (
+            "calibrated",
+            a.calibrated.to_string(),
+            b.calibrated.to_string(),
+        ),
+        ("settings", a.settings.clone(), b.settings.clone()),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, x, y)| x != y)
+        .map(|(name, x, y)| format!("{name}: `{x}` vs `{y}`"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
