@@ -124,6 +124,19 @@ impl Run<'_> {
     }
 }
 
+/// The sinks of a ground-truth-only run: the cache journal, nothing else.
+fn gt_sinks(cache: &GtCache) -> Vec<Box<dyn bcb_eval::Sink>> {
+    bcb_sinks::standard(StandardSinks {
+        gt_cache: Some(cache),
+        samples: None,
+        progress: ProgressMode::Off,
+        save_pass_rate: true,
+        force: false,
+        console: None,
+        shard: None,
+    })
+}
+
 fn read(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -301,20 +314,7 @@ fn ground_truth_cache_depends_on_the_time_settings() {
         ))
     });
     let s5 = settings(5.0);
-    let session = Session::new(
-        &ds,
-        &timeouts,
-        &s5,
-        bcb_sinks::standard(StandardSinks {
-            gt_cache: Some(&quick),
-            samples: None,
-            progress: ProgressMode::Off,
-            save_pass_rate: true,
-            force: false,
-            console: None,
-            shard: None,
-        }),
-    );
+    let session = Session::new(&ds, &timeouts, &s5, gt_sinks(&quick));
     assert_eq!(
         session
             .ground_truth(&quick, false)
@@ -332,17 +332,7 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
     let mut ds = dataset(dir.path());
     let s = settings(240.0);
     let cache = GtCache::new(dir.path(), &ds, &s);
-    let sinks = |c: &GtCache| {
-        bcb_sinks::standard(StandardSinks {
-            gt_cache: Some(c),
-            samples: None,
-            progress: ProgressMode::Off,
-            save_pass_rate: true,
-            force: false,
-            console: None,
-            shard: None,
-        })
-    };
+    let sinks = |c: &GtCache| gt_sinks(c);
     let exec = FakeExecutor::passing();
     Session::new(&ds, &exec, &s, sinks(&cache))
         .ground_truth(&cache, false)
