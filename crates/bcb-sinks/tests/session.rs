@@ -332,9 +332,8 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
     let mut ds = dataset(dir.path());
     let s = settings(240.0);
     let cache = GtCache::new(dir.path(), &ds, &s);
-    let sinks = |c: &GtCache| gt_sinks(c);
     let exec = FakeExecutor::passing();
-    Session::new(&ds, &exec, &s, sinks(&cache))
+    Session::new(&ds, &exec, &s, gt_sinks(&cache))
         .ground_truth(&cache, false)
         .unwrap();
     assert_eq!(exec.total_runs(), 3);
@@ -345,7 +344,7 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
         "the key is the dataset content, not the selection"
     );
     let again = FakeExecutor::passing();
-    Session::new(&ds, &again, &s, sinks(&cache1))
+    Session::new(&ds, &again, &s, gt_sinks(&cache1))
         .ground_truth(&cache1, true)
         .unwrap();
     assert_eq!(again.total_runs(), 1, "only the selected task ran again");
