@@ -143,7 +143,10 @@ impl GtCache {
         self.write(kept.iter().chain(records))
     }
 
-    fn write<'r>(&self, records: impl IntoIterator<Item = &'r JournalRecord>) -> anyhow::Result<()> {
+    fn write<'r>(
+        &self,
+        records: impl IntoIterator<Item = &'r JournalRecord>,
+    ) -> anyhow::Result<()> {
         let mut text = serde_json::to_vec(&self.header())?;
         text.push(b'\n');
         for r in records {

@@ -267,9 +267,11 @@ impl Shard {
             match var(name) {
                 None => Ok(None),
                 Some(v) if v.trim().is_empty() => Ok(None),
-                Some(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
-                    format!("{name}=`{v}` is not a non-negative number")
-                }),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .map(Some)
+                    .map_err(|_| format!("{name}=`{v}` is not a non-negative number")),
             }
         };
         if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
@@ -473,7 +475,10 @@ mod tests {
         let with_count = |n| {
             auto(
                 Some(n),
-                &[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "4")],
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "2"),
+                    ("SLURM_ARRAY_TASK_COUNT", "4"),
+                ],
             )
         };
         assert_eq!(with_count(4), s(2, 4));
@@ -502,13 +507,19 @@ mod tests {
         assert!(err.contains("SLURM_ARRAY_TASK_COUNT"), "{err}");
         let err = auto(
             None,
-            &[("SLURM_ARRAY_TASK_ID", "x"), ("SLURM_ARRAY_TASK_COUNT", "4")],
+            &[
+                ("SLURM_ARRAY_TASK_ID", "x"),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ],
         )
         .unwrap_err();
         assert!(err.contains("SLURM_ARRAY_TASK_ID=`x`"), "{err}");
         let err = auto(
             None,
-            &[("SLURM_ARRAY_TASK_ID", "1"), ("SLURM_ARRAY_TASK_COUNT", "-4")],
+            &[
+                ("SLURM_ARRAY_TASK_ID", "1"),
+                ("SLURM_ARRAY_TASK_COUNT", "-4"),
+            ],
         )
         .unwrap_err();
         assert!(err.contains("SLURM_ARRAY_TASK_COUNT=`-4`"), "{err}");
@@ -525,10 +536,16 @@ mod tests {
         // A sparse array (--array=0,5) leaves an id past the count.
         let err = auto(
             None,
-            &[("SLURM_ARRAY_TASK_ID", "5"), ("SLURM_ARRAY_TASK_COUNT", "2")],
+            &[
+                ("SLURM_ARRAY_TASK_ID", "5"),
+                ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ],
         )
         .unwrap_err();
-        assert!(err.contains("not below the shard count 2") && err.contains("contiguous"), "{err}");
+        assert!(
+            err.contains("not below the shard count 2") && err.contains("contiguous"),
+            "{err}"
+        );
         let err = auto(Some(2), &[("JOB_COMPLETION_INDEX", "one")]).unwrap_err();
         assert!(err.contains("JOB_COMPLETION_INDEX=`one`"), "{err}");
         // Slurm wins when both are set (a Slurm job inside a pod is still a Slurm job).

@@ -53,10 +53,8 @@ fn plan_key(plan: &PlanInfo, count: usize) -> String {
 
 impl ShardPlan {
     pub fn new(dataset: &Dataset, samples: &Samples, settings: &Settings, shard: Shard) -> Self {
-        let journal = shard_journal_path(
-            &bcb_samples::eval_results_path(&samples.path),
-            shard.tag(),
-        );
+        let journal =
+            shard_journal_path(&bcb_samples::eval_results_path(&samples.path), shard.tag());
         Self::build(dataset, Some(samples), settings, shard, journal)
     }
 
@@ -153,24 +151,32 @@ pub fn merge(dataset: &Dataset, samples: &Samples, paths: &[PathBuf]) -> anyhow:
             bcb_samples::eval_results_path(&samples.path).display()
         );
     }
-    let headers = check_set(dataset, paths, |first_path, plan| {
-        if plan.samples != samples.digest() {
-            bail!(
-                "{}: made from other samples than {}{}",
-                first_path.display(),
-                samples.path.display(),
-                if plan.samples == NO_SAMPLES {
-                    " (it is a ground-truth-only shard)\nhint: merge it with `bcb merge --check-gt-only`"
-                } else {
-                    ""
-                }
-            );
-        }
-        Ok(())
-    }, &samples.path.display().to_string())?;
+    let headers = check_set(
+        dataset,
+        paths,
+        |first_path, plan| {
+            if plan.samples != samples.digest() {
+                bail!(
+                    "{}: made from other samples than {}{}",
+                    first_path.display(),
+                    samples.path.display(),
+                    if plan.samples == NO_SAMPLES {
+                        " (it is a ground-truth-only shard)\nhint: merge it with `bcb merge --check-gt-only`"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(())
+        },
+        &samples.path.display().to_string(),
+    )?;
     let (plan, count) = {
         let h = &headers[0].1;
-        (h.plan.clone().expect("checked"), h.shard.expect("checked").count)
+        (
+            h.plan.clone().expect("checked"),
+            h.shard.expect("checked").count,
+        )
     };
     let mut ground_truth = GroundTruth::none();
     let mut outcomes = HashMap::new();
@@ -301,17 +307,29 @@ impl MergedGroundTruth {
 
 /// The ground-truth-only shard journals in `cache_dir` made for `dataset`, of one plan.
 /// Several plans (other settings, another Python env) there are refused, listing them.
-pub fn find_ground_truth_shards(cache_dir: &Path, dataset: &Dataset) -> anyhow::Result<Vec<PathBuf>> {
+pub fn find_ground_truth_shards(
+    cache_dir: &Path,
+    dataset: &Dataset,
+) -> anyhow::Result<Vec<PathBuf>> {
     let dir = cache_dir.join("ground-truth");
     let mut by_key: HashMap<String, Vec<PathBuf>> = HashMap::new();
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = entry.path();
-        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if !(name.contains(".jsonl.shard-") && name.ends_with(".jsonl")) {
             continue;
         }
-        let Some(h) = read_header(&path) else { continue };
-        if h.plan.as_ref().is_some_and(|p| p.samples == NO_SAMPLES && p.dataset == dataset.md5) {
+        let Some(h) = read_header(&path) else {
+            continue;
+        };
+        if h.plan
+            .as_ref()
+            .is_some_and(|p| p.samples == NO_SAMPLES && p.dataset == dataset.md5)
+        {
             by_key.entry(h.key.clone()).or_default().push(path);
         }
     }
@@ -339,24 +357,39 @@ pub fn find_ground_truth_shards(cache_dir: &Path, dataset: &Dataset) -> anyhow::
 /// Joins ground-truth-only shard journals made on `dataset`, refusing (naming the file) a
 /// shard of samples, of another plan, a duplicated or missing index, or a shard without a
 /// verdict for each of its tasks.
-pub fn merge_ground_truth(dataset: &Dataset, paths: &[PathBuf]) -> anyhow::Result<MergedGroundTruth> {
+pub fn merge_ground_truth(
+    dataset: &Dataset,
+    paths: &[PathBuf],
+) -> anyhow::Result<MergedGroundTruth> {
     if paths.is_empty() {
         bail!("no ground-truth shard journals given\nhint: run `bcb evaluate --check-gt-only --shard I/N` for every I first");
     }
-    let headers = check_set(dataset, paths, |first_path, plan| {
-        if plan.samples != NO_SAMPLES {
-            bail!(
+    let headers = check_set(
+        dataset,
+        paths,
+        |first_path, plan| {
+            if plan.samples != NO_SAMPLES {
+                bail!(
                 "{}: a shard of a samples file, not of the ground truth alone\nhint: merge it with `bcb merge --samples FILE`",
                 first_path.display()
             );
-        }
-        Ok(())
-    }, "the ground truth")?;
+            }
+            Ok(())
+        },
+        "the ground truth",
+    )?;
     let plan = headers[0].1.plan.clone().expect("checked");
     let mut records = Vec::new();
     for (p, h) in &headers {
         let tag = h.shard.expect("checked");
-        let tasks = shard_tasks(dataset, None, Shard { index: tag.index - 1, count: tag.count });
+        let tasks = shard_tasks(
+            dataset,
+            None,
+            Shard {
+                index: tag.index - 1,
+                count: tag.count,
+            },
+        );
         let mine: HashMap<String, JournalRecord> = read_journal(p, &h.key)
             .into_iter()
             .filter(|r| r.id.program == Program::GroundTruth && tasks.contains(&r.id.task_id))
@@ -378,8 +411,17 @@ pub fn merge_ground_truth(dataset: &Dataset, paths: &[PathBuf]) -> anyhow::Resul
         .enumerate()
         .map(|(i, t)| (t.task_id.as_str(), i))
         .collect();
-    records.sort_by_key(|r| order.get(r.id.task_id.as_str()).copied().unwrap_or(usize::MAX));
-    Ok(MergedGroundTruth { plan, records, shards: paths.to_vec() })
+    records.sort_by_key(|r| {
+        order
+            .get(r.id.task_id.as_str())
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    Ok(MergedGroundTruth {
+        plan,
+        records,
+        shards: paths.to_vec(),
+    })
 }
 
 /// `field: a vs b` for each field two plans disagree on.

@@ -133,6 +133,10 @@ fn merge_ground_truth(ds: &bcb_dataset::Dataset, given: &[PathBuf]) -> anyhow::R
         gt: &gt,
         task_ids: &task_ids,
     })?;
-    eprintln!("merged {} into {}", listed(&merged.shards), cache.path.display());
+    eprintln!(
+        "merged {} into {}",
+        listed(&merged.shards),
+        cache.path.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
