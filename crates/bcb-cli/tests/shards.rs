@@ -6,10 +6,9 @@
 
 mod evalkit;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use evalkit::{read_json, stderr};
+use evalkit::{read_json, stderr, without_date};
 use serde_json::Value;
 
 /// Fast tasks (shipped priors under 0.5 s) with a mix of passing and failing answers; 10 and
@@ -17,16 +16,7 @@ use serde_json::Value;
 /// or the deadline kills them first varies from run to run.
 const IDS: &str = "1,2,3,5,6,7,12,13";
 
-fn real_samples(env: &evalkit::Env, name: &str) -> PathBuf {
-    let gz = env.dataset_dir.join("../real-samples/NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).expect("real samples in ../shared"))
-        .read_to_string(&mut text)
-        .unwrap();
-    let path = env.path(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use evalkit::hermes_samples as real_samples;
 
 fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
     let mut args = vec![
@@ -75,12 +65,6 @@ fn differing(a: &Value, b: &Value) -> Vec<String> {
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| format!("{k}: {:?} vs {:?}", statuses(a.get(k)), statuses(b.get(k))))
         .collect()
-}
-
-fn without_date(path: &Path) -> Value {
-    let mut v = read_json(path);
-    v["date"] = Value::Null;
-    v
 }
 
 #[test]
