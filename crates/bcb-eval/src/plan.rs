@@ -350,20 +350,7 @@ impl std::str::FromStr for Shard {
 /// the samples, never on a machine's cache, so every shard computes the same split; a task's
 /// ground truth and all its samples land in the same shard, so its time limits are exact.
 pub fn shard_tasks(dataset: &Dataset, samples: Option<&Samples>, shard: Shard) -> HashSet<String> {
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for p in samples.map(|s| s.programs.as_slice()).unwrap_or_default() {
-        *count.entry(p.id.task_id.as_str()).or_default() += 1;
-    }
-    let mut weighted: Vec<(f64, &str)> = dataset
-        .tasks()
-        .iter()
-        .map(|t| {
-            let prior = priors::expected_secs(&t.task_id).unwrap_or(1.0).max(0.01);
-            let n = count.get(t.task_id.as_str()).copied().unwrap_or(0);
-            (prior * (1 + n) as f64, t.task_id.as_str())
-        })
-        .collect();
-    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let weighted = task_weights(dataset, samples);
     let mut load = vec![0.0f64; shard.count];
     let mut mine = HashSet::new();
     for (weight, task) in weighted {
@@ -378,19 +365,37 @@ pub fn shard_tasks(dataset: &Dataset, samples: Option<&Samples>, shard: Shard) -
     mine
 }
 
+/// Each task's weight in the split, heaviest first (ties by id): its shipped ground-truth
+/// time times one plus its sample count.
+pub fn task_weights<'a>(dataset: &'a Dataset, samples: Option<&Samples>) -> Vec<(f64, &'a str)> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for p in samples.map(|s| s.programs.as_slice()).unwrap_or_default() {
+        *count.entry(p.id.task_id.as_str()).or_default() += 1;
+    }
+    let mut weighted: Vec<(f64, &str)> = dataset
+        .tasks()
+        .iter()
+        .map(|t| {
+            let prior = priors::expected_secs(&t.task_id).unwrap_or(1.0).max(0.01);
+            let n = count.get(t.task_id.as_str()).copied().unwrap_or(0);
+            (prior * (1 + n) as f64, t.task_id.as_str())
+        })
+        .collect();
+    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    weighted
+}
+
 /// The expected cost of each shard (same weights as [`shard_tasks`]), for balance checks.
 pub fn shard_loads(dataset: &Dataset, samples: Option<&Samples>, count: usize) -> Vec<f64> {
+    let weights: HashMap<&str, f64> = task_weights(dataset, samples)
+        .into_iter()
+        .map(|(w, id)| (id, w))
+        .collect();
     (0..count)
         .map(|index| {
-            let tasks = shard_tasks(dataset, samples, Shard { index, count });
-            let n = |id: &str| {
-                samples.map_or(0, |s| {
-                    s.programs.iter().filter(|p| p.id.task_id == id).count()
-                })
-            };
-            tasks
+            shard_tasks(dataset, samples, Shard { index, count })
                 .iter()
-                .map(|id| priors::expected_secs(id).unwrap_or(1.0).max(0.01) * (1 + n(id)) as f64)
+                .map(|id| weights[id.as_str()])
                 .sum()
         })
         .collect()
