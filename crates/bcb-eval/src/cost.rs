@@ -114,20 +114,23 @@ impl Prediction {
         self.total / (self.machines * self.cores) as f64
     }
 
-    /// What no schedule can beat: the larger of the spread and the longest job.
+    /// What no schedule can beat: the larger of the spread and the longest job (start-up
+    /// aside).
     pub fn floor(&self) -> f64 {
         self.spread().max(self.longest)
     }
 }
 
 /// Predicts the wall time of `dataset` (and `samples`, if any) split into `machines` shards
-/// of `cores` slots each.
+/// of `cores` slots each; every shard also pays `startup` seconds once (loading the dataset,
+/// warming the executor's workers).
 pub fn predict(
     dataset: &Dataset,
     samples: Option<&Samples>,
     timings: &Timings,
     machines: usize,
     cores: usize,
+    startup: f64,
 ) -> Prediction {
     let machines = machines.max(1);
     let cores = cores.max(1);
@@ -160,7 +163,7 @@ pub fn predict(
             longest = longest.max(t);
         }
         // The samples phase starts when the ground truth is done (it sets their limits).
-        walls.push(makespan(gt, cores) + makespan(sample_times, cores));
+        walls.push(startup + makespan(gt, cores) + makespan(sample_times, cores));
     }
     let loads = shard_loads(dataset, samples, machines);
     let sum: f64 = loads.iter().sum();

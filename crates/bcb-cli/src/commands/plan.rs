@@ -35,6 +35,9 @@ pub struct Args {
     /// from the shipped timings, which hold test time only.
     #[arg(long, default_value_t = 0.1)]
     pub overhead: f64,
+    /// Seconds each shard spends once before its first verdict (dataset, worker warm-up).
+    #[arg(long, default_value_t = 3.0)]
+    pub startup: f64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -93,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut unbalanced = Vec::new();
     for &c in &cores {
         for &n in &args.machines {
-            let p = predict(&ds, samples.as_ref(), &timings, n, c);
+            let p = predict(&ds, samples.as_ref(), &timings, n, c, args.startup.max(0.0));
             let shards = if p.shard_walls.len() <= 8 {
                 p.shard_walls
                     .iter()
