@@ -206,7 +206,7 @@ fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let shards = bcb_eval::shard::find_ground_truth_shards(
-        &sharded.cache.path().to_path_buf(),
+        sharded.cache.path(),
         &bcb_dataset::Dataset::from_file(
             &sharded.dataset_dir.join("bigcodebench-v0.1.4.jsonl.gz"),
             bcb_dataset::Subset::Full,
