@@ -95,8 +95,11 @@ pub struct Prediction {
     pub shard_walls: Vec<f64>,
     /// Sum of every job's time.
     pub total: f64,
-    /// The longest single job: no cluster finishes before it.
+    /// The longest single job.
     pub longest: f64,
+    /// The longest chain a task imposes: its ground truth, then its longest sample (whose
+    /// time limit needs the ground truth's time). No cluster finishes before it.
+    pub chain: f64,
     /// Largest shard's expected cost (the split's own weights) over total / N.
     pub balance: f64,
     /// The best `balance` any split can reach: the heaviest task alone may exceed total / N.
@@ -114,10 +117,10 @@ impl Prediction {
         self.total / (self.machines * self.cores) as f64
     }
 
-    /// What no schedule can beat: the larger of the spread and the longest job (start-up
+    /// What no schedule can beat: the larger of the spread and the longest chain (start-up
     /// aside).
     pub fn floor(&self) -> f64 {
-        self.spread().max(self.longest)
+        self.spread().max(self.chain)
     }
 }
 
@@ -136,6 +139,7 @@ pub fn predict(
     let cores = cores.max(1);
     let mut walls = Vec::with_capacity(machines);
     let (mut total, mut longest) = (0.0f64, 0.0f64);
+    let mut longest_sample: HashMap<&str, f64> = HashMap::new();
     for index in 0..machines {
         let tasks = shard_tasks(
             dataset,
@@ -156,7 +160,12 @@ pub fn predict(
             .unwrap_or_default()
             .iter()
             .filter(|p| tasks.contains(&p.id.task_id))
-            .map(|p| timings.sample_secs(&p.id))
+            .map(|p| {
+                let t = timings.sample_secs(&p.id);
+                let l = longest_sample.entry(p.id.task_id.as_str()).or_default();
+                *l = l.max(t);
+                t
+            })
             .collect();
         for &t in gt.iter().chain(&sample_times) {
             total += t;
@@ -165,6 +174,17 @@ pub fn predict(
         // The samples phase starts when the ground truth is done (it sets their limits).
         walls.push(startup + makespan(gt, cores) + makespan(sample_times, cores));
     }
+    let chain = dataset
+        .tasks()
+        .iter()
+        .map(|t| {
+            timings.ground_truth_secs(&t.task_id)
+                + longest_sample
+                    .get(t.task_id.as_str())
+                    .copied()
+                    .unwrap_or(0.0)
+        })
+        .fold(0.0, f64::max);
     let loads = shard_loads(dataset, samples, machines);
     let sum: f64 = loads.iter().sum();
     let heaviest = task_weights(dataset, samples).first().map_or(0.0, |w| w.0);
@@ -183,6 +203,7 @@ pub fn predict(
         shard_walls: walls,
         total,
         longest,
+        chain,
         balance,
         balance_bound,
     }

@@ -22,7 +22,9 @@ fn hermes(dir: &Path) -> PathBuf {
 
 #[test]
 fn shards_of_full_ground_truth_and_real_samples_are_within_15_percent() {
-    let Some(dir) = bcb_testkit::dataset_dir() else { return };
+    let Some(dir) = bcb_testkit::dataset_dir() else {
+        return;
+    };
     let full = dataset(&dir, Subset::Full);
     let samples = Samples::read(&full, &hermes(&dir), true).unwrap();
     let timings = Timings::shipped(0.1);
@@ -43,7 +45,9 @@ fn shards_of_full_ground_truth_and_real_samples_are_within_15_percent() {
 
 #[test]
 fn one_long_task_bounds_the_balance_of_the_hard_subset() {
-    let Some(dir) = bcb_testkit::dataset_dir() else { return };
+    let Some(dir) = bcb_testkit::dataset_dir() else {
+        return;
+    };
     let hard = dataset(&dir, Subset::Hard);
     let p = predict(&hard, None, &Timings::shipped(0.0), 4, 2, 0.0);
     // BigCodeBench/461 (~156 s) alone is more than a quarter of the hard ground truth: the
@@ -51,4 +55,5 @@ fn one_long_task_bounds_the_balance_of_the_hard_subset() {
     assert!(p.balance_bound > 1.15);
     assert!((p.balance - p.balance_bound).abs() < 1e-9, "{p:?}");
     assert!((p.wall() - p.longest).abs() < 1e-6, "{p:?}");
+    assert_eq!(p.chain, p.longest, "no samples: the chain is one job");
 }

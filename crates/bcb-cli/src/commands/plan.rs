@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "cores",
         "predicted",
         "Σ/(N·C)",
-        "longest",
+        "chain",
         "floor",
         "vs floor",
         "balance",
@@ -112,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 p.cores,
                 p.wall(),
                 p.spread(),
-                p.longest,
+                p.chain,
                 p.floor(),
                 p.wall() / p.floor().max(1e-9),
                 p.balance,
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("floor = max(Σ/(N·C), longest job); balance = largest shard's expected time / (total / N) by the split's weights; best = the heaviest task's share, which no split beats");
+    println!("chain = the longest task (ground truth, then its longest sample); floor = max(Σ/(N·C), chain); balance = largest shard's expected time / (total / N) by the split's weights; best = the heaviest task's share, which no split beats");
     unbalanced.sort();
     unbalanced.dedup();
     for (n, optimal) in unbalanced {
