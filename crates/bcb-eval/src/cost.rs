@@ -100,6 +100,8 @@ pub struct Prediction {
     /// The longest chain a task imposes: its ground truth, then its longest sample (whose
     /// time limit needs the ground truth's time). No cluster finishes before it.
     pub chain: f64,
+    /// Paid once per shard before its first verdict.
+    pub startup: f64,
     /// Largest shard's expected cost (the split's own weights) over total / N.
     pub balance: f64,
     /// The best `balance` any split can reach: the heaviest task alone may exceed total / N.
@@ -117,10 +119,10 @@ impl Prediction {
         self.total / (self.machines * self.cores) as f64
     }
 
-    /// What no schedule can beat: the larger of the spread and the longest chain (start-up
-    /// aside).
+    /// What no schedule can beat: start-up, then the larger of the spread and the longest
+    /// chain.
     pub fn floor(&self) -> f64 {
-        self.spread().max(self.chain)
+        self.startup + self.spread().max(self.chain)
     }
 }
 
@@ -204,6 +206,7 @@ pub fn predict(
         total,
         longest,
         chain,
+        startup,
         balance,
         balance_bound,
     }

@@ -29,7 +29,7 @@ pub struct Args {
     pub cores: Vec<usize>,
     /// Journals with measured job times (a ground-truth cache file, shard journals,
     /// `.partial.jsonl`); jobs they lack use the shipped ground-truth timings.
-    #[arg(long, value_name = "JOURNAL")]
+    #[arg(long, value_name = "JOURNAL", num_args = 1..)]
     pub timings: Vec<PathBuf>,
     /// Seconds each job costs beyond its test time (fork, sandbox, report) where the time comes
     /// from the shipped timings, which hold test time only.
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("chain = the longest task (ground truth, then its longest sample); floor = max(Σ/(N·C), chain); balance = largest shard's expected time / (total / N) by the split's weights; best = the heaviest task's share, which no split beats");
+    println!("chain = the longest task (ground truth, then its longest sample); floor = start-up + max(Σ/(N·C), chain); balance = largest shard's expected time / (total / N) by the split's weights; best = the heaviest task's share, which no split beats");
     unbalanced.sort();
     unbalanced.dedup();
     for (n, optimal) in unbalanced {
