@@ -75,7 +75,11 @@ fn main() -> ExitCode {
             commands::evaluate::run(*a)
         }
         Command::Inspect(a) => commands::inspect::run(a),
-        Command::Merge(a) => commands::merge::run(a),
+        Command::Merge(mut a) => {
+            a.subset_typed = typed("merge", "subset");
+            a.version_typed = typed("merge", "version");
+            commands::merge::run(a)
+        }
         Command::Plan(a) => commands::plan::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),

@@ -305,11 +305,12 @@ impl MergedGroundTruth {
     }
 }
 
-/// The ground-truth-only shard journals in `cache_dir` made for `dataset`, of one plan.
-/// Several plans (other settings, another Python env) there are refused, listing them.
+/// The ground-truth-only shard journals in `cache_dir` (made for the dataset of content
+/// digest `dataset_md5`, if given), of one plan. Several plans there (other settings, another
+/// dataset or Python env) are refused, listing them.
 pub fn find_ground_truth_shards(
     cache_dir: &Path,
-    dataset: &Dataset,
+    dataset_md5: Option<&str>,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let dir = cache_dir.join("ground-truth");
     let mut by_key: HashMap<String, Vec<PathBuf>> = HashMap::new();
@@ -328,7 +329,7 @@ pub fn find_ground_truth_shards(
         };
         if h.plan
             .as_ref()
-            .is_some_and(|p| p.samples == NO_SAMPLES && p.dataset == dataset.md5)
+            .is_some_and(|p| p.samples == NO_SAMPLES && dataset_md5.is_none_or(|m| p.dataset == m))
         {
             by_key.entry(h.key.clone()).or_default().push(path);
         }
@@ -339,15 +340,16 @@ pub fn find_ground_truth_shards(
     }
     match sets.len() {
         0 => bail!(
-            "no ground-truth shard journals for {} {} in {}\nhint: run `bcb evaluate --check-gt-only --shard I/N` for every I first, with the same BCB_CACHE_DIR",
-            dataset.subset, dataset.version, dir.display()
+            "no ground-truth shard journals{} in {}\nhint: run `bcb evaluate --check-gt-only --shard I/N` for every I first, with the same BCB_CACHE_DIR and dataset flags",
+            if dataset_md5.is_some() { " for this dataset" } else { "" },
+            dir.display()
         ),
         1 => Ok(sets.pop().expect("one")),
         _ => {
             sets.sort();
             let listed: Vec<String> = sets.iter().map(|s| format!("  {} ...", s[0].display())).collect();
             bail!(
-                "{}: ground-truth shards of {} different runs (other settings or counts):\n{}\nhint: pass the journals of one run to `bcb merge --check-gt-only FILES...`, or delete the stale ones",
+                "{}: ground-truth shards of {} different runs (other settings or counts):\n{}\nhint: pass --subset/--version, or the journals of one run (`bcb merge --check-gt-only FILES...`), or delete the stale ones",
                 dir.display(), sets.len(), listed.join("\n")
             )
         }

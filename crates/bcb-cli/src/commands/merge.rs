@@ -14,6 +14,11 @@ use crate::common::DatasetArgs;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Set by main: `--subset` / `--version` were typed; otherwise the shards' plan decides.
+    #[arg(skip)]
+    pub subset_typed: bool,
+    #[arg(skip)]
+    pub version_typed: bool,
     #[command(flatten)]
     pub dataset: DatasetArgs,
     /// The samples file the shards evaluated.
@@ -35,24 +40,46 @@ pub struct Args {
     pub pass_k: Vec<u64>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    // The shards first: unless flags say otherwise, the dataset is the one they were made on.
+    let chosen = args.subset_typed || args.version_typed || args.dataset.dataset.is_some();
+    let mut shards = match (&args.samples, args.shards.is_empty()) {
+        (_, false) => args.shards.clone(),
+        (Some(samples), true) => bcb_eval::find_shards(samples),
+        (None, true) if !chosen => {
+            bcb_eval::shard::find_ground_truth_shards(&bcb_dataset::cache_dir(), None)?
+        }
+        (None, true) => Vec::new(),
+    };
+    let plan = shards
+        .first()
+        .and_then(|p| bcb_eval::journal::read_header(p))
+        .and_then(|h| h.plan);
+    if let Some(plan) = &plan {
+        if !args.subset_typed {
+            if let Ok(subset) = plan.subset.parse() {
+                args.dataset.subset = subset;
+            }
+        }
+        if !args.version_typed {
+            args.dataset.version = plan.version.clone();
+        }
+    }
     let mut ds = args.dataset.spec().load()?;
     let ids = bcb_dataset::parse_task_ids(&args.ids);
     if !ids.is_empty() {
         ds.retain_ids(&ids)?;
     }
     let Some(samples_path) = args.samples.clone() else {
-        return merge_ground_truth(&ds, &args.shards);
-    };
-    let shards = match args.shards.is_empty() {
-        true => bcb_eval::find_shards(&samples_path),
-        false => args.shards.clone(),
+        if shards.is_empty() {
+            shards = bcb_eval::shard::find_ground_truth_shards(
+                &bcb_dataset::cache_dir(),
+                Some(&ds.md5),
+            )?;
+        }
+        return merge_ground_truth(&ds, &shards);
     };
     // Calibration changes the programs, so read it from the shards before the samples.
-    let plan = shards
-        .first()
-        .and_then(|p| bcb_eval::journal::read_header(p))
-        .and_then(|h| h.plan);
     let calibrated = plan.as_ref().is_none_or(|p| p.calibrated);
     let samples = Samples::read(&ds, &samples_path, calibrated)?;
     let merged = bcb_eval::merge(&ds, &samples, &shards)?;
@@ -110,13 +137,9 @@ fn listed(shards: &[PathBuf]) -> String {
 
 /// Ground-truth-only shards into the cache an unsharded `--check-gt-only` fills, then the
 /// same summary on stdout.
-fn merge_ground_truth(ds: &bcb_dataset::Dataset, given: &[PathBuf]) -> anyhow::Result<ExitCode> {
+fn merge_ground_truth(ds: &bcb_dataset::Dataset, shards: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let cache_dir = bcb_dataset::cache_dir();
-    let shards = match given.is_empty() {
-        true => bcb_eval::shard::find_ground_truth_shards(&cache_dir, ds)?,
-        false => given.to_vec(),
-    };
-    let merged = bcb_eval::shard::merge_ground_truth(ds, &shards)?;
+    let merged = bcb_eval::shard::merge_ground_truth(ds, shards)?;
     let cache = GtCache::for_plan(&cache_dir, &merged.plan.dataset, &merged.plan.settings);
     cache.store(&merged.records)?;
     let gt = merged.ground_truth();
