@@ -293,6 +293,7 @@ fn check_set(
 }
 
 /// A merged ground truth: the records to store and the plan they were made under.
+#[derive(Debug)]
 pub struct MergedGroundTruth {
     pub plan: PlanInfo,
     pub records: Vec<JournalRecord>,
