@@ -1,6 +1,7 @@
 //! The session and its sinks without Python: a scripted executor (`bcb_testkit::FakeExecutor`)
-//! and three synthetic tasks. Resume, retries, stops, journal keys, `.bak` files, pass@k files
-//! ground-truth cache keys and ground-truth shards. The real local backend is tested end to end in bcb-cli.
+//! and three synthetic tasks. Resume, retries, stops, journal keys, `.bak` files, pass@k files,
+//! ground-truth cache keys and ground-truth shards. The real local backend is tested end to end
+//! in bcb-cli.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
