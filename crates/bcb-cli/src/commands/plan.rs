@@ -2,6 +2,7 @@
 //! into N shards on N machines of C cores, against the ideal, from the shipped timings or
 //! measured ones (see `bcb_eval::cost`).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -40,6 +41,10 @@ pub struct Args {
     pub startup: f64,
 }
 
+const LEGEND: &str = "chain = the longest task (ground truth, then its longest sample); \
+floor = start-up + max(Σ/(N·C), chain); balance = largest shard's expected time / (total / N) \
+by the split's weights; best = the heaviest task's share, which no split beats";
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut ds = args.dataset.spec().load()?;
     let ids = bcb_dataset::parse_task_ids(&args.ids);
@@ -55,11 +60,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let n = timings.add_journal(path)?;
         eprintln!("{}: {n} measured job(s)", path.display());
     }
+    // writeln! with `?`, not println!: `bcb plan | head` is no panic (main ignores EPIPE).
+    let mut out = std::io::stdout().lock();
     let cores = match args.cores.is_empty() {
         true => vec![std::thread::available_parallelism().map_or(1, |n| n.get())],
         false => args.cores.clone(),
     };
-    println!(
+    writeln!(
+        out,
         "{} tasks ({} {}), {}; times: {}",
         ds.len(),
         ds.subset,
@@ -80,8 +88,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 args.overhead
             ),
         }
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{:>8} {:>5} {:>11} {:>12} {:>9} {:>9} {:>8} {:>8} {:>8}  shards (s)",
         "machines",
         "cores",
@@ -92,7 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "vs floor",
         "balance",
         "best"
-    );
+    )?;
     let mut unbalanced = Vec::new();
     for &c in &cores {
         for &n in &args.machines {
@@ -106,7 +115,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 format!("{} shards", p.shard_walls.len())
             };
-            println!(
+            writeln!(
+                out,
                 "{:>8} {:>5} {:>10.1}s {:>11.1}s {:>8.1}s {:>8.1}s {:>7.2}x {:>8.3} {:>8.3}  {shards}",
                 p.machines,
                 p.cores,
@@ -117,20 +127,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 p.wall() / p.floor().max(1e-9),
                 p.balance,
                 p.balance_bound,
-            );
+            )?;
             if p.balance > 1.15 {
                 unbalanced.push((n, p.balance <= p.balance_bound + 1e-9));
             }
         }
     }
-    println!("chain = the longest task (ground truth, then its longest sample); floor = start-up + max(Σ/(N·C), chain); balance = largest shard's expected time / (total / N) by the split's weights; best = the heaviest task's share, which no split beats");
+    writeln!(out, "{LEGEND}")?;
     unbalanced.sort();
     unbalanced.dedup();
     for (n, optimal) in unbalanced {
-        match optimal {
-            true => println!("note: N = {n}: the largest shard is over 15% above total / N because one task alone is; more shards cannot help"),
-            false => println!("note: N = {n}: the largest shard is over 15% above total / N"),
-        }
+        let why = match optimal {
+            true => " because one task alone is; more shards cannot help",
+            false => "",
+        };
+        writeln!(
+            out,
+            "note: N = {n}: the largest shard is over 15% above total / N{why}"
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
