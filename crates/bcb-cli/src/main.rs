@@ -41,6 +41,8 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
     Merge(commands::merge::Args),
+    /// Size a cluster: predicted wall time of N shards on N machines of C cores vs the ideal.
+    Plan(commands::plan::Args),
     /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
     Report(commands::report::Args),
     /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
@@ -73,7 +75,12 @@ fn main() -> ExitCode {
             commands::evaluate::run(*a)
         }
         Command::Inspect(a) => commands::inspect::run(a),
-        Command::Merge(a) => commands::merge::run(a),
+        Command::Merge(mut a) => {
+            a.subset_typed = typed("merge", "subset");
+            a.version_typed = typed("merge", "version");
+            commands::merge::run(a)
+        }
+        Command::Plan(a) => commands::plan::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Leaderboard(a) => commands::leaderboard::run(a),

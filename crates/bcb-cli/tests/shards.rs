@@ -1,13 +1,14 @@
 //! `bcb evaluate --shard I/N` + `bcb merge` on a slice of a real model's answers (Hermes-2-Theta,
 //! `../shared/real-samples/`) in the real eval env: merged shards equal the unsharded files
-//! (date aside) for N = 2 and 4 (the bench covers 1..4 on more), and a missing, duplicated or foreign shard is refused by name.
+//! (date aside) for N = 1..4 (`bench/shards.sh` covers the full files), a missing, duplicated
+//! or foreign shard is refused by name, and ground-truth-only shards merge into the cache and
+//! summary one `--check-gt-only` run gives.
 
 mod evalkit;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use evalkit::{read_json, stderr};
+use evalkit::{read_json, stderr, without_date};
 use serde_json::Value;
 
 /// Fast tasks (shipped priors under 0.5 s) with a mix of passing and failing answers; 10 and
@@ -15,16 +16,7 @@ use serde_json::Value;
 /// or the deadline kills them first varies from run to run.
 const IDS: &str = "1,2,3,5,6,7,12,13";
 
-fn real_samples(env: &evalkit::Env, name: &str) -> PathBuf {
-    let gz = env.dataset_dir.join("../real-samples/NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).expect("real samples in ../shared"))
-        .read_to_string(&mut text)
-        .unwrap();
-    let path = env.path(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use evalkit::hermes_samples as real_samples;
 
 fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
     let mut args = vec![
@@ -42,13 +34,12 @@ fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
 }
 
 fn merge(env: &evalkit::Env, samples: &Path, shards: &[PathBuf]) -> std::process::Output {
-    let mut args = vec![
-        "merge".to_string(),
-        "--ids".into(),
-        IDS.into(),
-        "--samples".into(),
-        samples.to_str().unwrap().into(),
-    ];
+    merge_args(env, &["--samples", samples.to_str().unwrap()], shards)
+}
+
+fn merge_args(env: &evalkit::Env, what: &[&str], shards: &[PathBuf]) -> std::process::Output {
+    let mut args = vec!["merge".to_string(), "--ids".into(), IDS.into()];
+    args.extend(what.iter().map(|s| s.to_string()));
     args.extend(shards.iter().map(|p| p.to_string_lossy().into_owned()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     env.run(&refs)
@@ -76,12 +67,6 @@ fn differing(a: &Value, b: &Value) -> Vec<String> {
         .collect()
 }
 
-fn without_date(path: &Path) -> Value {
-    let mut v = read_json(path);
-    v["date"] = Value::Null;
-    v
-}
-
 #[test]
 fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
     let Some(env) = evalkit::env() else { return };
@@ -92,7 +77,7 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
         &bcb_samples::eval_results_path(&whole),
     ));
 
-    for n in [2usize, 4] {
+    for n in 1..=4usize {
         let samples = real_samples(&env, &format!("n{n}.jsonl"));
         for i in 1..=n {
             evaluate(&env, &samples, &["--shard", &format!("{i}/{n}")]);
@@ -146,6 +131,123 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
             && stderr(&out).contains("other settings")
             && stderr(&out).contains("base=100"),
         "{}",
+        stderr(&out)
+    );
+}
+
+/// The ground-truth cache of `cache_dir` (the one file that is not a shard journal): each
+/// task's status and details in file order (timings differ from run to run).
+fn gt_cache_verdicts(cache_dir: &Path) -> Vec<(String, String, Value)> {
+    let dir = cache_dir.join("ground-truth");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.to_string_lossy().contains(".shard-"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(files.pop().unwrap()).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).unwrap();
+            (
+                r["id"]["task_id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+                r["details"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
+    let Some(one) = evalkit::env() else { return };
+    let check = |env: &evalkit::Env, extra: &[&str]| {
+        let mut args = vec![
+            "evaluate",
+            "--check-gt-only",
+            "--ids",
+            IDS,
+            "--executor",
+            "process",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let out = env.run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let want_summary = check(&one, &[]);
+    let mut want = gt_cache_verdicts(one.cache.path());
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let Some(sharded) = evalkit::env() else {
+        return;
+    };
+    for i in 1..=3 {
+        // Also the cluster form: the index from a Kubernetes Indexed Job's variable.
+        let index = (i - 1).to_string();
+        let mut cmd = sharded.bcb();
+        cmd.env("JOB_COMPLETION_INDEX", &index).args([
+            "evaluate",
+            "--check-gt-only",
+            "--ids",
+            IDS,
+            "--executor",
+            "process",
+            "-q",
+            "--shard",
+            "auto",
+            "--shard-count",
+            "3",
+        ]);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let shards = bcb_eval::shard::find_ground_truth_shards(sharded.cache.path(), None).unwrap();
+    assert_eq!(shards.len(), 3);
+
+    // One missing: refused, naming it.
+    let out = merge_args(&sharded, &["--check-gt-only"], &shards[..2]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("3/3") && stderr(&out).contains("missing"),
+        "{}",
+        stderr(&out)
+    );
+    // A ground-truth shard is not a samples shard.
+    let samples = real_samples(&sharded, "s.jsonl");
+    let out = merge(&sharded, &samples, &shards);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("ground-truth-only shard"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = merge_args(&sharded, &["--check-gt-only"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want_summary);
+    let mut got = gt_cache_verdicts(sharded.cache.path());
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got, want);
+
+    // The merged cache is the one a run uses: this check runs nothing.
+    let out = sharded.run(&[
+        "evaluate",
+        "-q",
+        "--ids",
+        IDS,
+        "--executor",
+        "process",
+        "--samples",
+        samples.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("ground truth: "),
+        "ground truth ran again: {}",
         stderr(&out)
     );
 }

@@ -81,6 +81,7 @@ env_vars! {
     Services E2B_ENVD_URL "E2B sandbox daemon URL override (self-hosted, tests).";
     Scheduler SLURM_ARRAY_TASK_ID "Slurm array index of this shard.";
     Scheduler SLURM_ARRAY_TASK_MIN "Slurm array's first index (shards count from it).";
+    Scheduler SLURM_ARRAY_TASK_STEP "Slurm array's step (`--array=0-6:2`).";
     Scheduler SLURM_ARRAY_TASK_COUNT "Slurm array size: the number of shards.";
     Scheduler JOB_COMPLETION_INDEX "Kubernetes Indexed Job index of this shard (with `--shard-count`).";
     System HOME "Home directory (caches, token files).";
@@ -97,5 +98,7 @@ env_vars! {
     Tests BCB_REQUIRE_LLM "`1`: tests fail instead of skipping when the llama.cpp test server cannot start.";
     Tests BCB_REQUIRE_UPSTREAM "`1`: tests fail instead of skipping when the original sanitizer is missing.";
     Tests BCB_REQUIRE_GRADIO "`1`: tests fail instead of skipping when the Gradio venvs are missing.";
+    Tests BCB_REQUIRE_SLURM "`1`: tests fail instead of skipping when Slurm and MUNGE are missing (needs root).";
+    Tests BCB_SLURM_SBIN "Directory of `slurmctld`, `slurmd` and `munged` for the Slurm test (default `/usr/sbin`).";
     Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";
 }

@@ -103,9 +103,15 @@ impl GtCache {
     /// `{cache}/ground-truth/{key}.jsonl`, the key covering the dataset content, the limits,
     /// the time settings and the Python environment.
     pub fn new(cache_dir: &Path, dataset: &Dataset, settings: &Settings) -> GtCache {
+        Self::for_plan(cache_dir, &dataset.md5, &settings.verdict_key())
+    }
+
+    /// The cache of a dataset content digest (`Dataset::md5`) and a `Settings::verdict_key`,
+    /// as a shard journal's plan names them (how `bcb merge` finds where shards belong).
+    pub fn for_plan(cache_dir: &Path, dataset_md5: &str, verdict_key: &str) -> GtCache {
         let mut h = sha2::Sha256::new();
-        h.update(dataset.md5.as_bytes());
-        h.update(settings.verdict_key().as_bytes());
+        h.update(dataset_md5.as_bytes());
+        h.update(verdict_key.as_bytes());
         let key = hex::encode(&h.finalize()[..16]);
         GtCache {
             path: cache_dir.join("ground-truth").join(format!("{key}.jsonl")),
@@ -126,6 +132,31 @@ impl GtCache {
         )
     }
 
+    /// Puts `records` into the cache, replacing the entries of their tasks and keeping the
+    /// rest (a merge of shards over `--ids` leaves other tasks' entries alone).
+    pub fn store(&self, records: &[JournalRecord]) -> anyhow::Result<()> {
+        let ids: Vec<&str> = records.iter().map(|r| r.id.task_id.as_str()).collect();
+        let kept: Vec<JournalRecord> = read_journal(&self.path, &self.key)
+            .into_iter()
+            .filter(|r| !ids.contains(&r.id.task_id.as_str()))
+            .collect();
+        self.write(kept.iter().chain(records))
+    }
+
+    fn write<'r>(
+        &self,
+        records: impl IntoIterator<Item = &'r JournalRecord>,
+    ) -> anyhow::Result<()> {
+        let mut text = serde_json::to_vec(&self.header())?;
+        text.push(b'\n');
+        for r in records {
+            text.extend(serde_json::to_vec(r)?);
+            text.push(b'\n');
+        }
+        bcb_pyjson::write_atomic(&self.path, &text)
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+
     /// Drops the cached entries of `task_ids` (a re-check of just those), keeping the rest.
     /// Returns the outcomes dropped, whose timings still order the re-run.
     pub fn forget(&self, task_ids: &[&str]) -> anyhow::Result<GroundTruth> {
@@ -136,14 +167,7 @@ impl GtCache {
         if dropped.is_empty() {
             return Ok(GroundTruth::none());
         }
-        let mut text = serde_json::to_vec(&self.header())?;
-        text.push(b'\n');
-        for r in &kept {
-            text.extend(serde_json::to_vec(r)?);
-            text.push(b'\n');
-        }
-        bcb_pyjson::write_atomic(&self.path, &text)
-            .with_context(|| format!("cannot rewrite {}", self.path.display()))?;
+        self.write(&kept)?;
         Ok(GroundTruth::from_records(dropped))
     }
 }

@@ -2,6 +2,7 @@
 //! ground truth then samples through an executor and emits typed [`Event`]s, and the
 //! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
 
+pub mod cost;
 pub mod event;
 pub mod ground_truth;
 pub mod journal;

@@ -248,34 +248,67 @@ impl Shard {
         }
     }
 
-    /// `--shard auto`: the scheduler's array index. Slurm: `SLURM_ARRAY_TASK_ID` (relative to
-    /// `SLURM_ARRAY_TASK_MIN`) of `SLURM_ARRAY_TASK_COUNT`; Kubernetes Indexed Jobs:
-    /// `JOB_COMPLETION_INDEX` (0-based) of `count` (`--shard-count`, the Job's completions).
+    /// `--shard auto`: the scheduler's array index, from the process environment (see
+    /// [`Shard::from_vars`]).
     pub fn from_scheduler(count: Option<usize>) -> Result<Shard, String> {
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
+        Shard::from_vars(count, |name| std::env::var(name).ok())
+    }
+
+    /// `--shard auto` from the variables `var` looks up. Slurm: `SLURM_ARRAY_TASK_ID`,
+    /// relative to `SLURM_ARRAY_TASK_MIN` and divided by `SLURM_ARRAY_TASK_STEP` (so
+    /// `--array=1-4` and `--array=0-6:2` work), of `SLURM_ARRAY_TASK_COUNT` (or `count`, which
+    /// must then agree); Kubernetes Indexed Jobs: `JOB_COMPLETION_INDEX` (0-based) of `count`
+    /// (`--shard-count`, the Job's completions). A variable that is set but not a number is an
+    /// error naming it, never taken as unset.
+    pub fn from_vars(
+        count: Option<usize>,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Shard, String> {
+        let number = |name: &str| -> Result<Option<usize>, String> {
+            match var(name) {
+                None => Ok(None),
+                Some(v) if v.trim().is_empty() => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse::<usize>()
+                    .map(Some)
+                    .map_err(|_| format!("{name}=`{v}` is not a non-negative number")),
+            }
         };
-        if let Some(id) = var(EnvVars::SLURM_ARRAY_TASK_ID) {
-            let min = var(EnvVars::SLURM_ARRAY_TASK_MIN).unwrap_or(0);
-            let n = count
-                .or_else(|| var(EnvVars::SLURM_ARRAY_TASK_COUNT))
-                .ok_or(
-                    "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: pass --shard-count",
-                )?;
-            return Shard::checked(
-                id.checked_sub(min)
-                    .ok_or("SLURM_ARRAY_TASK_ID < SLURM_ARRAY_TASK_MIN")?,
-                n,
-            );
+        if let Some(id) = number(EnvVars::SLURM_ARRAY_TASK_ID)? {
+            let min = number(EnvVars::SLURM_ARRAY_TASK_MIN)?.unwrap_or(0);
+            let step = number(EnvVars::SLURM_ARRAY_TASK_STEP)?.unwrap_or(1).max(1);
+            let slurm_count = number(EnvVars::SLURM_ARRAY_TASK_COUNT)?;
+            let n = match (count, slurm_count) {
+                (Some(n), Some(s)) if n != s => {
+                    return Err(format!(
+                        "--shard-count {n} but SLURM_ARRAY_TASK_COUNT={s}\nhint: drop --shard-count under Slurm (the array's size decides)"
+                    ))
+                }
+                (Some(n), _) | (None, Some(n)) => n,
+                (None, None) => {
+                    return Err("SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT\nhint: pass --shard-count N".into())
+                }
+            };
+            let offset = id.checked_sub(min).ok_or_else(|| {
+                format!("SLURM_ARRAY_TASK_ID={id} is below SLURM_ARRAY_TASK_MIN={min}")
+            })?;
+            if offset % step != 0 {
+                return Err(format!("SLURM_ARRAY_TASK_ID={id} is not on the array's step {step} from {min}\nhint: submit a regular array, e.g. --array=0-{}", n.saturating_sub(1)));
+            }
+            return Shard::checked(offset / step, n).map_err(|e| {
+                format!("{e} (SLURM_ARRAY_TASK_ID={id}, MIN={min}, STEP={step})\nhint: submit a contiguous array, e.g. --array=0-{}", n.saturating_sub(1))
+            });
         }
-        if let Some(index) = var(EnvVars::JOB_COMPLETION_INDEX) {
-            let n = count
-                .ok_or("JOB_COMPLETION_INDEX is set: pass --shard-count (the Job's completions)")?;
-            return Shard::checked(index, n);
+        if let Some(index) = number(EnvVars::JOB_COMPLETION_INDEX)? {
+            let n = count.ok_or(
+                "JOB_COMPLETION_INDEX is set but --shard-count is not\nhint: pass --shard-count N, N = the Job's completions",
+            )?;
+            return Shard::checked(index, n).map_err(|e| {
+                format!("{e} (JOB_COMPLETION_INDEX={index})\nhint: --shard-count must equal the Job's completions")
+            });
         }
-        Err("--shard auto needs SLURM_ARRAY_TASK_ID (a Slurm array job) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)".into())
+        Err("--shard auto needs SLURM_ARRAY_TASK_ID (a Slurm array job) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)\nhint: outside a scheduler pass --shard I/N".into())
     }
 
     fn checked(index: usize, count: usize) -> Result<Shard, String> {
@@ -318,20 +351,7 @@ impl std::str::FromStr for Shard {
 /// the samples, never on a machine's cache, so every shard computes the same split; a task's
 /// ground truth and all its samples land in the same shard, so its time limits are exact.
 pub fn shard_tasks(dataset: &Dataset, samples: Option<&Samples>, shard: Shard) -> HashSet<String> {
-    let mut count: HashMap<&str, usize> = HashMap::new();
-    for p in samples.map(|s| s.programs.as_slice()).unwrap_or_default() {
-        *count.entry(p.id.task_id.as_str()).or_default() += 1;
-    }
-    let mut weighted: Vec<(f64, &str)> = dataset
-        .tasks()
-        .iter()
-        .map(|t| {
-            let prior = priors::expected_secs(&t.task_id).unwrap_or(1.0).max(0.01);
-            let n = count.get(t.task_id.as_str()).copied().unwrap_or(0);
-            (prior * (1 + n) as f64, t.task_id.as_str())
-        })
-        .collect();
-    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let weighted = task_weights(dataset, samples);
     let mut load = vec![0.0f64; shard.count];
     let mut mine = HashSet::new();
     for (weight, task) in weighted {
@@ -346,19 +366,37 @@ pub fn shard_tasks(dataset: &Dataset, samples: Option<&Samples>, shard: Shard) -
     mine
 }
 
+/// Each task's weight in the split, heaviest first (ties by id): its shipped ground-truth
+/// time times one plus its sample count.
+pub fn task_weights<'a>(dataset: &'a Dataset, samples: Option<&Samples>) -> Vec<(f64, &'a str)> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for p in samples.map(|s| s.programs.as_slice()).unwrap_or_default() {
+        *count.entry(p.id.task_id.as_str()).or_default() += 1;
+    }
+    let mut weighted: Vec<(f64, &str)> = dataset
+        .tasks()
+        .iter()
+        .map(|t| {
+            let prior = priors::expected_secs(&t.task_id).unwrap_or(1.0).max(0.01);
+            let n = count.get(t.task_id.as_str()).copied().unwrap_or(0);
+            (prior * (1 + n) as f64, t.task_id.as_str())
+        })
+        .collect();
+    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    weighted
+}
+
 /// The expected cost of each shard (same weights as [`shard_tasks`]), for balance checks.
 pub fn shard_loads(dataset: &Dataset, samples: Option<&Samples>, count: usize) -> Vec<f64> {
+    let weights: HashMap<&str, f64> = task_weights(dataset, samples)
+        .into_iter()
+        .map(|(w, id)| (id, w))
+        .collect();
     (0..count)
         .map(|index| {
-            let tasks = shard_tasks(dataset, samples, Shard { index, count });
-            let n = |id: &str| {
-                samples.map_or(0, |s| {
-                    s.programs.iter().filter(|p| p.id.task_id == id).count()
-                })
-            };
-            tasks
+            shard_tasks(dataset, samples, Shard { index, count })
                 .iter()
-                .map(|id| priors::expected_secs(id).unwrap_or(1.0).max(0.01) * (1 + n(id)) as f64)
+                .map(|id| weights[id.as_str()])
                 .sum()
         })
         .collect()
@@ -400,5 +438,137 @@ mod tests {
         );
         assert!("0/4".parse::<Shard>().is_err());
         assert!("5/4".parse::<Shard>().is_err());
+    }
+
+    fn auto(count: Option<usize>, vars: &[(&str, &str)]) -> Result<Shard, String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Shard::from_vars(count, |name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn shard_auto_from_slurm_arrays() {
+        let s = |index, count| Ok(Shard { index, count });
+        let slurm = |id: &str, min: &str, n: &str| {
+            auto(
+                None,
+                &[
+                    (EnvVars::SLURM_ARRAY_TASK_ID, id),
+                    (EnvVars::SLURM_ARRAY_TASK_MIN, min),
+                    (EnvVars::SLURM_ARRAY_TASK_COUNT, n),
+                ],
+            )
+        };
+        assert_eq!(slurm("0", "0", "4"), s(0, 4));
+        assert_eq!(slurm("3", "0", "4"), s(3, 4));
+        // --array=1-4: ids relative to the minimum.
+        assert_eq!(slurm("1", "1", "4"), s(0, 4));
+        assert_eq!(slurm("4", "1", "4"), s(3, 4));
+        // --array=10-16:2 (4 tasks, step 2).
+        let stepped = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "14"),
+                (EnvVars::SLURM_ARRAY_TASK_MIN, "10"),
+                (EnvVars::SLURM_ARRAY_TASK_STEP, "2"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
+            ],
+        );
+        assert_eq!(stepped, s(2, 4));
+        // A matching --shard-count is fine; a contradicting one is refused.
+        let with_count = |n| {
+            auto(
+                Some(n),
+                &[
+                    (EnvVars::SLURM_ARRAY_TASK_ID, "2"),
+                    (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
+                ],
+            )
+        };
+        assert_eq!(with_count(4), s(2, 4));
+        let err = with_count(3).unwrap_err();
+        assert!(err.contains("SLURM_ARRAY_TASK_COUNT=4"), "{err}");
+        // --shard-count stands in for a missing SLURM_ARRAY_TASK_COUNT.
+        assert_eq!(
+            auto(Some(2), &[(EnvVars::SLURM_ARRAY_TASK_ID, "1")]),
+            s(1, 2)
+        );
+    }
+
+    #[test]
+    fn shard_auto_from_kubernetes_indexed_jobs() {
+        let k8s = |count, index: &str| auto(count, &[(EnvVars::JOB_COMPLETION_INDEX, index)]);
+        assert_eq!(k8s(Some(3), "0"), Ok(Shard { index: 0, count: 3 }));
+        assert_eq!(k8s(Some(3), "2"), Ok(Shard { index: 2, count: 3 }));
+        let err = k8s(None, "0").unwrap_err();
+        assert!(err.contains("--shard-count"), "{err}");
+        let err = k8s(Some(3), "3").unwrap_err();
+        assert!(err.contains("JOB_COMPLETION_INDEX=3"), "{err}");
+    }
+
+    #[test]
+    fn shard_auto_refuses_missing_and_invalid_values() {
+        let err = auto(Some(4), &[]).unwrap_err();
+        assert!(
+            err.contains(EnvVars::SLURM_ARRAY_TASK_ID)
+                && err.contains(EnvVars::JOB_COMPLETION_INDEX)
+        );
+        let err = auto(None, &[(EnvVars::SLURM_ARRAY_TASK_ID, "2")]).unwrap_err();
+        assert!(err.contains(EnvVars::SLURM_ARRAY_TASK_COUNT), "{err}");
+        let err = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "x"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.contains("SLURM_ARRAY_TASK_ID=`x`"), "{err}");
+        let err = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "1"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "-4"),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.contains("SLURM_ARRAY_TASK_COUNT=`-4`"), "{err}");
+        let err = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "0"),
+                (EnvVars::SLURM_ARRAY_TASK_MIN, "1"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
+            ],
+        )
+        .unwrap_err();
+        assert!(err.contains("below SLURM_ARRAY_TASK_MIN=1"), "{err}");
+        // A sparse array (--array=0,5) leaves an id past the count.
+        let err = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "5"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "2"),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("not below the shard count 2") && err.contains("contiguous"),
+            "{err}"
+        );
+        let err = auto(Some(2), &[(EnvVars::JOB_COMPLETION_INDEX, "one")]).unwrap_err();
+        assert!(err.contains("JOB_COMPLETION_INDEX=`one`"), "{err}");
+        // Slurm wins when both are set (a Slurm job inside a pod is still a Slurm job).
+        let both = auto(
+            None,
+            &[
+                (EnvVars::SLURM_ARRAY_TASK_ID, "1"),
+                (EnvVars::SLURM_ARRAY_TASK_COUNT, "2"),
+                (EnvVars::JOB_COMPLETION_INDEX, "0"),
+            ],
+        );
+        assert_eq!(both, Ok(Shard { index: 1, count: 2 }));
     }
 }

@@ -168,7 +168,13 @@ impl<'a> Session<'a> {
         });
         let cache = shard_cache.as_ref().unwrap_or(cache);
         let only = request.shard.as_ref().map(|s| &s.tasks);
-        let gt = match request.gt {
+        // A shard's journal starts empty, so `--check-gt-only --shard` checks afresh anyway;
+        // using it as a cache lets a killed shard (a re-run pod or array task) resume.
+        let mode = match (request.gt, &request.shard) {
+            (GtMode::Recheck, Some(_)) => GtMode::Use,
+            (mode, _) => mode,
+        };
+        let gt = match mode {
             GtMode::Skip => self.skip_ground_truth()?,
             GtMode::Use => self.ground_truth_of(cache, false, only)?,
             GtMode::Recheck => self.ground_truth_of(cache, true, only)?,

@@ -1,6 +1,7 @@
 //! The session and its sinks without Python: a scripted executor (`bcb_testkit::FakeExecutor`)
-//! and three synthetic tasks. Resume, retries, stops, journal keys, `.bak` files, pass@k files
-//! and ground-truth cache keys. The real local backend is tested end to end in bcb-cli.
+//! and three synthetic tasks. Resume, retries, stops, journal keys, `.bak` files, pass@k files,
+//! ground-truth cache keys and ground-truth shards. The real local backend is tested end to end
+//! in bcb-cli.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -453,4 +454,127 @@ fn a_sample_the_tamper_scan_flags_is_refused_without_running() {
         .attempts()
         .keys()
         .all(|id| id.task_id != "BigCodeBench/1" || id.program == Program::GroundTruth));
+}
+
+/// A ground-truth-only shard (`--check-gt-only --shard I/N`) through the standard sinks.
+fn gt_shard(
+    ds: &Dataset,
+    s: &Settings,
+    cache: &GtCache,
+    exec: &FakeExecutor,
+    shard: bcb_eval::Shard,
+) -> Result<(), SessionError> {
+    let plan = bcb_eval::ShardPlan::ground_truth(ds, s, shard, cache);
+    let sinks = bcb_sinks::standard(StandardSinks {
+        gt_cache: Some(cache),
+        samples: None,
+        progress: ProgressMode::Off,
+        save_pass_rate: true,
+        force: false,
+        console: None,
+        shard: Some(&plan),
+    });
+    let request = bcb_eval::Request {
+        gt: bcb_eval::GtMode::Recheck,
+        samples: None,
+        run: SampleRun {
+            pass_k: vec![1],
+            no_gt: false,
+            force: false,
+        },
+        parallel: 1,
+        shard: Some(plan.clone()),
+    };
+    Session::new(ds, exec, s, sinks)
+        .with_retry(RetryPolicy {
+            retries: 0,
+            first_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        })
+        .run(cache, &request)
+        .map(|_| ())
+}
+
+#[test]
+fn ground_truth_shards_resume_and_merge_into_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path());
+    let s = settings(240.0);
+    let cache = GtCache::new(&dir.path().join("sharded"), &ds, &s);
+    let shards: Vec<bcb_eval::Shard> = (0..2)
+        .map(|index| bcb_eval::Shard { index, count: 2 })
+        .collect();
+    let failing = |job: &bcb_execute::Job, _: usize| match job.id.task_id.as_str() {
+        "BigCodeBench/2" => Ok(fail("test_it", "AssertionError")),
+        _ => Ok(pass()),
+    };
+    // The shard with two tasks is cut short (its executor breaks after one verdict): a killed
+    // pod or array task.
+    let (cut, other) = match bcb_eval::plan::shard_tasks(&ds, None, shards[0]).len() {
+        1 => (shards[1], shards[0]),
+        _ => (shards[0], shards[1]),
+    };
+    let first = bcb_eval::plan::shard_tasks(&ds, None, cut);
+    assert_eq!(first.len(), 2, "{first:?}");
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    let breaks = FakeExecutor::new(move |job, attempt| {
+        match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => failing(job, attempt),
+            _ => Err(ExecError::fatal("node lost", "run the shard again")),
+        }
+    });
+    assert!(gt_shard(&ds, &s, &cache, &breaks, cut).is_err());
+    // Merging now names what is missing: the other shard, then the unfinished one.
+    let journals = |n: usize| -> Vec<PathBuf> {
+        (1..=n)
+            .map(|i| {
+                bcb_eval::journal::shard_journal_path(
+                    &cache.path,
+                    bcb_eval::journal::ShardTag { index: i, count: 2 },
+                )
+            })
+            .collect()
+    };
+    let cut_journal = &journals(2)[cut.index];
+    let err =
+        bcb_eval::shard::merge_ground_truth(&ds, std::slice::from_ref(cut_journal)).unwrap_err();
+    let missing = format!(
+        "shard(s) {}/2 of the ground truth are missing",
+        other.index + 1
+    );
+    assert!(err.to_string().contains(&missing), "{err}");
+    // The re-run resumes: only what the cut shard had not finished runs.
+    let resumed = FakeExecutor::new(failing);
+    gt_shard(&ds, &s, &cache, &resumed, cut).unwrap();
+    assert_eq!(
+        resumed.total_runs(),
+        1,
+        "the verdict of the cut run is kept"
+    );
+    let second = FakeExecutor::new(failing);
+    gt_shard(&ds, &s, &cache, &second, other).unwrap();
+    assert!(!cache.path.exists(), "shards write only their own journals");
+
+    let merged = bcb_eval::shard::merge_ground_truth(&ds, &journals(2)).unwrap();
+    cache.store(&merged.records).unwrap();
+    // The same as one unsharded check.
+    let whole = GtCache::new(&dir.path().join("whole"), &ds, &s);
+    Session::new(&ds, &FakeExecutor::new(failing), &s, gt_sinks(&whole))
+        .ground_truth(&whole, true)
+        .unwrap();
+    let verdicts = |c: &GtCache| {
+        let mut v: Vec<(String, Status)> = read_journal(&c.path, &c.key)
+            .into_iter()
+            .map(|r| (r.id.task_id, r.outcome.status))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    assert_eq!(verdicts(&cache), verdicts(&whole));
+    assert_eq!(
+        cache
+            .load()
+            .failed(ds.tasks().iter().map(|t| t.task_id.as_str())),
+        ["BigCodeBench/2"]
+    );
 }

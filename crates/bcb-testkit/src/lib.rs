@@ -29,6 +29,8 @@ pub enum Need {
     Upstream,
     /// Real Gradio servers (`BCB_GRADIO5_PYTHON`, `BCB_GRADIO6_PYTHON`; `.ci/setup-gradio.sh`).
     Gradio,
+    /// Slurm and MUNGE daemons, run as root (`BCB_SLURM_SBIN`; `.ci/setup-slurm.sh`).
+    Slurm,
 }
 
 impl Need {
@@ -39,6 +41,7 @@ impl Need {
             Need::Llm => EnvVars::BCB_REQUIRE_LLM,
             Need::Upstream => EnvVars::BCB_REQUIRE_UPSTREAM,
             Need::Gradio => EnvVars::BCB_REQUIRE_GRADIO,
+            Need::Slurm => EnvVars::BCB_REQUIRE_SLURM,
         }
     }
 
@@ -103,6 +106,45 @@ pub fn gradio_python(major: u32) -> Option<PathBuf> {
         &format!("BCB_GRADIO{major}_PYTHON"),
         &format!("the Gradio {major} venv's python (`.ci/setup-gradio.sh` prints it)"),
     )
+}
+
+/// The directory of `slurmctld`, `slurmd` and `munged` (`BCB_SLURM_SBIN`, else `/usr/sbin`
+/// if they are there), when this process may run them (root: slurmd starts jobs as their
+/// owner). Otherwise [`missing`] and `None`.
+pub fn slurm_sbin() -> Option<PathBuf> {
+    let dir = std::env::var_os(EnvVars::BCB_SLURM_SBIN)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/usr/sbin"), PathBuf::from);
+    let absent: Vec<&str> = ["slurmctld", "slurmd", "munged"]
+        .into_iter()
+        .filter(|b| !dir.join(b).is_file())
+        .collect();
+    if !absent.is_empty() {
+        missing(
+            Need::Slurm,
+            &format!(
+                "{} not in {} (run .ci/setup-slurm.sh, or set BCB_SLURM_SBIN)",
+                absent.join(", "),
+                dir.display()
+            ),
+        );
+        return None;
+    }
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        });
+    if uid.as_deref() != Some("0") {
+        missing(
+            Need::Slurm,
+            "the one-node Slurm cluster needs root (slurmd, a network namespace)",
+        );
+        return None;
+    }
+    Some(dir)
 }
 
 /// What a [`FakeExecutor`] does with one job on one attempt (1 = first).

@@ -107,7 +107,9 @@ pub struct Args {
     pub no_gt: bool,
     /// Run only shard I of N (`2/4`), or `auto` from the scheduler (Slurm array, Kubernetes
     /// Indexed Job). Each shard keeps its verdicts in `X_eval_results.json.shard-I-of-N.jsonl`;
-    /// `bcb merge` joins them into the files one run would have written.
+    /// `bcb merge` joins them into the files one run would have written. Without --samples a
+    /// shard checks its share of the ground truth (journal beside the ground-truth cache);
+    /// `bcb merge --check-gt-only` joins those into the cache.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
     /// The number of shards for `--shard auto` under Kubernetes (the Job's completions).
@@ -250,6 +252,8 @@ impl Args {
                 eprintln!("samples: {}", path.display());
                 path
             }
+            // A shard without samples checks its share of the ground truth (a cluster job).
+            (None, None) if self.shard.is_some() => return Ok(None),
             (None, None) => bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)"),
         };
         Ok(Some(Samples::read(ds, &path, calibrated)?))
@@ -299,11 +303,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
     let shard = match (args.shard()?, &samples) {
         (Some(shard), Some(s)) => Some(ShardPlan::new(&ds, s, &settings, shard)),
-        (Some(_), None) => bail!(
-            "--shard needs --samples: a shard runs the ground truth and the samples of its tasks"
-        ),
+        (Some(shard), None) => Some(ShardPlan::ground_truth(&ds, &settings, shard, &gt_cache)),
         (None, _) => None,
     };
+    if args.no_gt && shard.as_ref().is_some_and(ShardPlan::is_ground_truth_only) {
+        bail!("--shard without --samples checks ground truth, which --no-gt skips\nhint: drop --no-gt, or pass --samples");
+    }
     let sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
@@ -340,6 +345,17 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     Session::new(&ds, executor.as_ref(), &settings, sinks)
         .with_retry(retry)
         .run(&gt_cache, &request)?;
+    if let Some(plan) = request.shard.as_ref().filter(|s| s.is_ground_truth_only()) {
+        let tag = plan.shard.tag();
+        println!(
+            "ground-truth shard {}/{} done: {} task(s) in {}",
+            tag.index,
+            tag.count,
+            plan.tasks.len(),
+            plan.journal.display()
+        );
+        println!("merge all shards with: bcb merge --check-gt-only (same BCB_CACHE_DIR and dataset flags)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

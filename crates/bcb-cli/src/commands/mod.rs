@@ -6,6 +6,7 @@ pub mod generate;
 pub mod inspect;
 pub mod leaderboard;
 pub mod merge;
+pub mod plan;
 pub mod remote;
 pub mod report;
 pub mod sanitize;

@@ -82,3 +82,24 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
+
+/// A real model's answers (Hermes-2-Theta, complete split, from `../shared/real-samples/`)
+/// written to `name` in the work dir.
+pub fn hermes_samples(env: &Env, name: &str) -> PathBuf {
+    use std::io::Read;
+    let gz = env.dataset_dir.join("../real-samples/NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&gz).expect("real samples in ../shared"))
+        .read_to_string(&mut text)
+        .unwrap();
+    let path = env.path(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A results file with its `date` blanked (the one field two equal runs differ in).
+pub fn without_date(path: &Path) -> serde_json::Value {
+    let mut v = read_json(path);
+    v["date"] = serde_json::Value::Null;
+    v
+}

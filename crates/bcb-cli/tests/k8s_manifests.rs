@@ -1,0 +1,208 @@
+//! `examples/k8s/`: no Kubernetes cluster runs here, so this test reads the manifests and
+//! checks every field bcb relies on — an Indexed Job whose completions equal `--shard-count`
+//! and whose every index is a valid shard, per-index retries (or a restart policy that
+//! re-runs a pod with its index), the merge Job on the same volume, paths, image and
+//! environment — and that the real `bcb` accepts both commands' flags.
+
+mod evalkit;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn manifests() -> Vec<(PathBuf, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/k8s");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut docs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            if !v.is_null() {
+                docs.push((f.clone(), v));
+            }
+        }
+    }
+    docs
+}
+
+fn job<'a>(docs: &'a [(PathBuf, Value)], name: &str) -> &'a Value {
+    docs.iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Job {name} in examples/k8s"))
+}
+
+/// The one container of a Job's pod template.
+fn container(job: &Value) -> &Value {
+    let list = job["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(list.len(), 1, "one container per pod");
+    &list[0]
+}
+
+fn command(job: &Value) -> Vec<String> {
+    container(job)["command"]
+        .as_array()
+        .expect("command is a list")
+        .iter()
+        .map(|a| a.as_str().expect("every argument is a string").to_string())
+        .collect()
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// (claim name, mount path) of the volume mounted in a Job's container.
+fn shared_volume(job: &Value) -> (String, String) {
+    let spec = &job["spec"]["template"]["spec"];
+    let mounts = container(job)["volumeMounts"].as_array().unwrap();
+    assert_eq!(mounts.len(), 1);
+    let volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mounts[0]["name"])
+        .expect("the mount names a volume of the pod");
+    (
+        volume["persistentVolumeClaim"]["claimName"]
+            .as_str()
+            .expect("the volume is a PVC")
+            .to_string(),
+        mounts[0]["mountPath"].as_str().unwrap().to_string(),
+    )
+}
+
+fn env_vars(job: &Value) -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = container(job)["env"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|e| {
+                    (
+                        e["name"].as_str().unwrap().to_string(),
+                        e["value"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    vars.sort();
+    vars
+}
+
+#[test]
+fn k8s_manifests_have_what_bcb_relies_on() {
+    let docs = manifests();
+    let shards = job(&docs, "bcb-shards");
+    let merge = job(&docs, "bcb-merge");
+    let spec = &shards["spec"];
+
+    assert_eq!(spec["completionMode"], "Indexed");
+    let completions = spec["completions"].as_u64().expect("completions") as usize;
+    let args = command(shards);
+    assert_eq!(&args[..2], ["bcb", "evaluate"]);
+    assert_eq!(flag(&args, "--shard"), Some("auto"));
+    let count: usize = flag(&args, "--shard-count")
+        .expect("--shard-count (the index alone does not say N)")
+        .parse()
+        .unwrap();
+    assert_eq!(count, completions, "completions == --shard-count");
+    assert!(spec["parallelism"].as_u64().unwrap_or(1) as usize <= completions);
+    // Every index a pod can get is one shard, and all of them together are every shard.
+    let mut seen: Vec<usize> = (0..completions)
+        .map(|i| {
+            bcb_eval::Shard::from_vars(Some(count), |v| {
+                (v == "JOB_COMPLETION_INDEX").then(|| i.to_string())
+            })
+            .unwrap()
+            .index
+        })
+        .collect();
+    seen.dedup();
+    assert_eq!(seen, (0..count).collect::<Vec<_>>());
+
+    // A failed pod must come back with its index: per-index retries need restartPolicy
+    // Never; otherwise OnFailure restarts the container in place.
+    let pod = &spec["template"]["spec"];
+    match pod["restartPolicy"].as_str() {
+        Some("Never") => assert!(
+            spec["backoffLimitPerIndex"].as_u64().is_some() || spec["backoffLimit"].is_u64(),
+            "restartPolicy Never needs backoffLimitPerIndex (or backoffLimit) to retry"
+        ),
+        Some("OnFailure") => {}
+        other => panic!("restartPolicy {other:?}: a Job's pods need Never or OnFailure"),
+    }
+
+    // The merge sees exactly what the shards wrote.
+    let margs = command(merge);
+    assert_eq!(&margs[..2], ["bcb", "merge"]);
+    let samples = flag(&args, "--samples").expect("shards name the samples");
+    assert_eq!(flag(&margs, "--samples"), Some(samples));
+    let (claim, mount) = shared_volume(shards);
+    assert_eq!(shared_volume(merge), (claim.clone(), mount.clone()));
+    assert!(
+        Path::new(samples).starts_with(&mount),
+        "{samples} is on the shared volume {mount}"
+    );
+    let pvc = docs
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"] == "PersistentVolumeClaim" && d["metadata"]["name"] == claim.as_str())
+        .unwrap_or_else(|| panic!("no PersistentVolumeClaim {claim}"));
+    let modes = pvc["spec"]["accessModes"].as_array().unwrap();
+    assert!(
+        modes.iter().any(|m| m == "ReadWriteMany"),
+        "pods on several nodes share it"
+    );
+    assert_eq!(container(shards)["image"], container(merge)["image"]);
+    assert_eq!(env_vars(shards), env_vars(merge), "same cache dir and env");
+    let cache = env_vars(shards)
+        .into_iter()
+        .find(|(k, _)| k == "BCB_CACHE_DIR")
+        .map(|(_, v)| v)
+        .expect("BCB_CACHE_DIR (ground-truth shards merge there)");
+    assert!(Path::new(&cache).starts_with(&mount));
+
+    // The real binary accepts both commands (the volume mapped to a temp dir).
+    let Some(env) = evalkit::env() else { return };
+    let work = env.work.path().to_str().unwrap().to_string();
+    let local = |a: &[String]| -> Vec<String> {
+        a[1..]
+            .iter()
+            .map(|s| s.replacen(&mount, &work, 1))
+            .collect()
+    };
+    evalkit::hermes_samples(&env, "samples.jsonl");
+    let mut eval = local(&args);
+    eval.push("--no-execute".into());
+    let refs: Vec<&str> = eval.iter().map(String::as_str).collect();
+    let out = env
+        .bcb()
+        .env("JOB_COMPLETION_INDEX", "0")
+        .args(&refs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    // Nothing to merge yet: refused for that reason, not for a flag.
+    let m = local(&margs);
+    let refs: Vec<&str> = m.iter().map(String::as_str).collect();
+    let out = env.bcb().args(&refs).output().unwrap();
+    let err = evalkit::stderr(&out);
+    assert!(
+        !out.status.success() && err.contains("no shard journals found"),
+        "{err}"
+    );
+}
