@@ -3,6 +3,7 @@
 //! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
 
 pub mod event;
+pub mod flaky;
 pub mod ground_truth;
 pub mod journal;
 pub mod limits;

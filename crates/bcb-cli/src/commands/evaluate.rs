@@ -116,6 +116,11 @@ pub struct Args {
     /// its details), `warn` (run, findings logged) or `off` (no scan).
     #[arg(long, default_value = "refuse")]
     pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// Run every sample whose verdict is not `pass` (and every failing canonical solution) N
+    /// more times; a verdict that changes is marked `"flaky": true` in the results file (the
+    /// first verdict counts for pass@k). Attempts are journaled; a resumed run does not redo them.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rerun_failures: usize,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -257,6 +262,9 @@ impl Args {
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.reconcile_labels()?;
+    if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
+        bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
+    }
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
         "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
@@ -338,6 +346,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     Session::new(&ds, executor.as_ref(), &settings, sinks)
         .with_retry(retry)
+        .with_rerun_failures(args.rerun_failures)
         .run(&gt_cache, &request)?;
     Ok(ExitCode::SUCCESS)
 }
