@@ -29,6 +29,10 @@ fn real_samples(env: &evalkit::Env, name: &str) -> PathBuf {
 fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
     let mut args = vec![
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         IDS,
         "--executor",

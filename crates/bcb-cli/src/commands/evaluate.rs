@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(skip)]
     pub subset_typed: bool,
     /// Prompt split the samples answer: `complete` or `instruct` (taken from the samples
-    /// file's name when it follows the original's naming).
+    /// file's name when it follows the original's naming; otherwise required, with --subset).
     #[arg(long, default_value = "complete")]
     pub split: Split,
     #[command(flatten)]
@@ -152,7 +152,9 @@ pub struct Args {
 fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
     let name = path.file_name()?.to_string_lossy().into_owned();
     let rest = name.split_once("--bigcodebench-")?.1;
+    // `…--bigcodebench-hard-instruct--vllm-….jsonl`, or the labels last: `m--bigcodebench-complete.jsonl`.
     let label = rest.split("--").next()?;
+    let label = label.strip_suffix(".jsonl").unwrap_or(label);
     let (subset, split) = match label.strip_prefix("hard-") {
         Some(split) => (Subset::Hard, split),
         None => (Subset::Full, label),
@@ -168,10 +170,20 @@ impl Args {
             return Ok(());
         };
         let Some((subset, split)) = labels_from_name(&path) else {
-            if !(self.split_typed && self.subset_typed) {
-                tracing::warn!(
-                    "{}: the name does not say its split and subset; assuming --split {} --subset {} (pass both to be explicit)",
-                    path.display(), self.split.as_str(), self.dataset.subset
+            // The original requires both; guessing would write a wrong `split` silently.
+            let missing: Vec<&str> = [
+                ("--split", self.split_typed),
+                ("--subset", self.subset_typed),
+            ]
+            .into_iter()
+            .filter_map(|(flag, typed)| (!typed).then_some(flag))
+            .collect();
+            if !missing.is_empty() {
+                bail!(
+                    "{}: the name does not say which split and subset the samples answer, and {} {} not given\nhint: add --split complete|instruct --subset full|hard, or name the file as the original does (`…--bigcodebench-[hard-]{{complete|instruct}}--…`)",
+                    path.display(),
+                    missing.join(" and "),
+                    if missing.len() == 1 { "was" } else { "were" }
                 );
             }
             return Ok(());
@@ -378,6 +390,9 @@ mod tests {
         let mut a = args(name, None, None);
         a.reconcile_labels().unwrap();
         assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Hard));
+        let mut a = args("m--bigcodebench-hard-complete.jsonl", None, None);
+        a.reconcile_labels().unwrap();
+        assert_eq!((a.split, a.dataset.subset), (Split::Complete, Subset::Hard));
         let mut a = args(name, Some("instruct"), Some("hard"));
         a.reconcile_labels().unwrap();
         let err = args(name, Some("complete"), None)
@@ -391,9 +406,23 @@ mod tests {
             .reconcile_labels()
             .unwrap_err();
         assert!(err.to_string().contains("named for subset `hard`"), "{err}");
-        // Names without labels keep the flags (or their defaults).
-        let mut a = args("x.jsonl", Some("instruct"), None);
+        // Names without labels need both flags, as the original does.
+        let mut a = args("x.jsonl", Some("instruct"), Some("hard"));
         a.reconcile_labels().unwrap();
-        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Full));
+        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Hard));
+        let err = args("x.jsonl", Some("instruct"), None)
+            .reconcile_labels()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--subset was not given") && err.contains("hint:"),
+            "{err}"
+        );
+        let err = args("x.jsonl", None, None).reconcile_labels().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--split and --subset were not given"),
+            "{err}"
+        );
     }
 }
