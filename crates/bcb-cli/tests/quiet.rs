@@ -1,0 +1,29 @@
+//! `-q` silences everything on stderr but errors, the phase cost lines included (they are
+//! progress output); without it each phase ends with its cost.
+
+mod evalkit;
+
+#[test]
+fn quiet_silences_the_phase_cost_lines() {
+    let Some(env) = evalkit::env() else { return };
+    let run = |extra: &[&str]| {
+        let mut args = vec!["evaluate", "--check-gt-only", "--ids", "4"];
+        args.extend_from_slice(extra);
+        let out = env.run(&args);
+        assert!(out.status.success(), "{}", evalkit::stderr(&out));
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            evalkit::stderr(&out),
+        )
+    };
+    let (stdout, stderr) = run(&[]);
+    assert!(stderr.contains("ground truth: 1 run, wall"), "{stderr}");
+    assert!(stdout.contains("Groundtruth pass rate: 1.000"), "{stdout}");
+    let (stdout, stderr) = run(&["-q"]);
+    assert!(!stderr.contains("sum of test time"), "{stderr}");
+    assert!(
+        stderr.trim().is_empty(),
+        "nothing but errors with -q: {stderr}"
+    );
+    assert!(stdout.contains("Groundtruth pass rate: 1.000"), "{stdout}");
+}
