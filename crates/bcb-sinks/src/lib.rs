@@ -6,6 +6,7 @@
 
 mod console;
 mod files;
+mod gt_summary;
 mod journal;
 mod progress;
 
@@ -13,6 +14,7 @@ use std::path::Path;
 
 pub use console::ConsoleSummary;
 pub use files::{backup, EvalResultsFile, PassAtKFile};
+pub use gt_summary::GtSummaryFile;
 pub use journal::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
 

@@ -121,6 +121,10 @@ pub struct Args {
     /// first verdict counts for pass@k). Attempts are journaled; a resumed run does not redo them.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub rerun_failures: usize,
+    /// Also write the ground truth of the selected tasks to this JSON file (`gt_pass_rate`,
+    /// `tasks`, `failed_tasks`, `failures: [{task_id, reason}]`), e.g. with --check-gt-only.
+    #[arg(long, value_name = "PATH")]
+    pub gt_summary: Option<PathBuf>,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -277,6 +281,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
         bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
     }
+    if args.gt_summary.is_some() && args.execution != "local" {
+        bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
+    }
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
         "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
@@ -323,7 +330,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         ),
         (None, _) => None,
     };
-    let sinks = bcb_sinks::standard(StandardSinks {
+    let mut sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
             .as_ref()
@@ -341,6 +348,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             save_pass_rate,
         )),
     });
+    if let Some(path) = &args.gt_summary {
+        sinks.push(Box::new(bcb_sinks::GtSummaryFile::new(path)));
+    }
     let request = Request {
         gt: args.gt_mode(),
         samples,
