@@ -26,6 +26,10 @@ pub fn rerun_journal_path(results_path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Runs jobs as one phase (`done_before` = attempts already journaled) and returns their
+/// outcomes: the session's retrying `run_phase`.
+pub type RunPhase<'s> = dyn Fn(Vec<Job>, usize) -> Result<Vec<(JobId, Outcome)>, SessionError> + 's;
+
 /// What the reruns found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Flaky {
@@ -54,10 +58,7 @@ impl Reruns<'_> {
     /// Runs the missing attempts round by round (each round every still-undecided job once,
     /// through `run`), and says which verdicts changed. A job stops being rerun once it is
     /// known to be flaky: further attempts cannot change that.
-    pub fn run(
-        &self,
-        run: &dyn Fn(Vec<Job>, usize) -> Result<Vec<(JobId, Outcome)>, SessionError>,
-    ) -> Result<Flaky, SessionError> {
+    pub fn run(&self, run: &RunPhase) -> Result<Flaky, SessionError> {
         if self.attempts == 0 {
             return Ok(Flaky::default());
         }

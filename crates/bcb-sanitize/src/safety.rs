@@ -228,11 +228,11 @@ const SECRET_WORDS: &[&str] = &[
 fn check(s: &mut Scanner, n: Node) {
     match n.kind() {
         "call" => check_call(s, n),
-        "attribute" | "identifier" => {
-            // `os.environ[...]`, `os.environ.get(...)`, `from os import getenv; getenv(...)`.
-            if s.qual(n).is_some_and(|q| ENV_NAMES.contains(&q.as_str())) {
-                s.flag("environment", n);
-            }
+        // `os.environ[...]`, `os.environ.get(...)`, `from os import getenv; getenv(...)`.
+        "attribute" | "identifier"
+            if s.qual(n).is_some_and(|q| ENV_NAMES.contains(&q.as_str())) =>
+        {
+            s.flag("environment", n);
         }
         // A bare string statement is a docstring or a comment: prose, not an access.
         "string"
