@@ -281,6 +281,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
         bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
     }
+    if args.rerun_failures > 0 && args.check_gt_only {
+        bail!("--rerun-failures reruns failing samples (and the failing ground truth of their tasks); --check-gt-only has no samples\nhint: to check failing canonical solutions again, run --check-gt-only --ids with the failed tasks");
+    }
     if args.gt_summary.is_some() && args.execution != "local" {
         bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
     }
