@@ -57,13 +57,6 @@ def _preload():
         _preloaded.set()
 
 
-def _task_count(subset, ids):
-    if ids:
-        return len(ids)
-    info = json.loads(_bcb(["dataset", "--subset", subset, "--json"]))
-    return int(info["tasks"])
-
-
 def predict(
     split,
     subset,
@@ -101,10 +94,16 @@ def predict(
     if no_gt:
         args.append("--no-gt")
     if check_gt_only:
-        out = _bcb(args + ["--check-gt-only"])
-        failed = re.findall(r"^  (BigCodeBench/\d+): ", out, flags=re.M)
-        n = _task_count(subset, ids)
-        return {}, {"gt_pass_rate": (n - len(failed)) / n if n else 0.0, "failed_tasks": failed}
+        # bcb writes the ground-truth summary as a file: nothing is parsed from its console.
+        work = tempfile.mkdtemp(prefix="bcb-gt-")
+        try:
+            summary = os.path.join(work, "gt.json")
+            _bcb(args + ["--check-gt-only", "--gt-summary", summary])
+            with open(summary) as f:
+                gt = json.load(f)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return {}, {"gt_pass_rate": gt["gt_pass_rate"], "failed_tasks": gt["failed_tasks"]}
     if samples is None:
         raise gr.Error("no samples file was uploaded")
     # A fresh directory per job: the uploaded name decides `model` and the result files'

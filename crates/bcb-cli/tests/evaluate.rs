@@ -128,6 +128,10 @@ print('ok')"#,
     // A second run loads the results (as upstream) instead of executing again.
     let again = env.run(&[
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         ids,
         "--samples",
@@ -159,6 +163,10 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     // --timeout 2: the limit becomes max(2, min-time-limit, GT time) + 1 = 3 s for these tasks.
     let out = env.run(&[
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         "0,4",
         "--timeout",
@@ -264,6 +272,10 @@ fn pass_at_k_matches_the_estimator_for_five_samples() {
     write_jsonl(&samples, &rows);
     let out = env.run(&[
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         "0,4",
         "--no-gt",
@@ -330,6 +342,10 @@ fn broken_samples_files_name_file_and_line() {
         std::fs::write(&path, content).unwrap();
         let out = env.run(&[
             "evaluate",
+            "--split",
+            "complete",
+            "--subset",
+            "full",
             "--ids",
             "0",
             "--samples",
@@ -348,6 +364,10 @@ fn broken_samples_files_name_file_and_line() {
     std::fs::write(&path, format!("{good}\n")).unwrap();
     let out = env.run(&[
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         "0,4",
         "--samples",
@@ -382,6 +402,10 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     let args = |p: &std::path::Path| {
         vec![
             "evaluate".to_string(),
+            "--split".into(),
+            "complete".into(),
+            "--subset".into(),
+            "full".into(),
             "--ids".into(),
             "0,4,9".into(),
             "--no-gt".into(),
@@ -464,6 +488,10 @@ fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
     let run = |extra: &[&str]| {
         let mut args = vec![
             "evaluate",
+            "--split",
+            "complete",
+            "--subset",
+            "full",
             "--ids",
             "0",
             "--force",
@@ -508,6 +536,10 @@ fn save_pass_rate_false_keeps_the_pass_at_k_file_and_no_execute_runs_nothing() {
     std::fs::write(&pass_at_k, "{\"kept\": 1}").unwrap();
     let base = [
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         "0",
         "--no-gt",

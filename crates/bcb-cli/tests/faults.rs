@@ -68,6 +68,10 @@ fn flaky_python(env: &evalkit::Env, flag: &Path, once: bool) -> PathBuf {
 fn eval_args<'a>(samples: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         "0,4,9",
         "--no-gt",

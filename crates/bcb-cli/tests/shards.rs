@@ -21,6 +21,10 @@ use evalkit::hermes_samples as real_samples;
 fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
     let mut args = vec![
         "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         IDS,
         "--executor",

@@ -14,6 +14,8 @@ use crate::results::{EvalResults, PassAtK};
 pub enum Phase {
     GroundTruth,
     Samples,
+    /// `--rerun-failures`: failing jobs run again to find flaky verdicts.
+    Rerun,
 }
 
 impl Phase {
@@ -21,6 +23,7 @@ impl Phase {
         match self {
             Phase::GroundTruth => "ground truth",
             Phase::Samples => "evaluate",
+            Phase::Rerun => "rerun failures",
         }
     }
 }
@@ -90,6 +93,8 @@ pub struct RunReport {
     pub loaded_existing: bool,
     /// A shard's partial run: its verdicts are in its journal, for `bcb merge`.
     pub shard: Option<crate::journal::ShardTag>,
+    /// `--rerun-failures`: tasks whose canonical solution changed verdict on a rerun.
+    pub flaky_ground_truth: Vec<String>,
 }
 
 /// A consumer of events. Called from one thread at a time, in the order events happen.

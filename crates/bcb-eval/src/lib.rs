@@ -4,6 +4,7 @@
 
 pub mod cost;
 pub mod event;
+pub mod flaky;
 pub mod ground_truth;
 pub mod journal;
 pub mod limits;

@@ -16,6 +16,10 @@ pub struct SampleResult {
     pub solution: String,
     pub status: Status,
     pub details: Details,
+    /// A rerun (`--rerun-failures`) changed the verdict; `status` is the first one. Absent
+    /// from the file unless true, so files stay byte-compatible with upstream's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
 }
 
 /// `{"date": "YYYY-MM-DD HH:MM", "eval": {task_id: [SampleResult, ...]}}`.

@@ -103,6 +103,8 @@ pub struct Session<'a> {
     executor: &'a dyn Executor,
     settings: &'a Settings,
     retry: RetryPolicy,
+    /// `--rerun-failures N` (see `flaky`).
+    reruns: usize,
     sinks: Mutex<Vec<Box<dyn Sink + 'a>>>,
 }
 
@@ -118,12 +120,19 @@ impl<'a> Session<'a> {
             executor,
             settings,
             retry: RetryPolicy::default(),
+            reruns: 0,
             sinks: Mutex::new(sinks),
         }
     }
 
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Failing jobs run `n` more times to find flaky verdicts (not for shards).
+    pub fn with_rerun_failures(mut self, n: usize) -> Self {
+        self.reruns = n;
         self
     }
 
@@ -267,6 +276,7 @@ impl<'a> Session<'a> {
         let results_path = eval_results_path(&samples.path);
         let loaded_existing = shard.is_none() && results_path.is_file() && !opts.force;
         let (mut executed, mut resumed) = (0, 0);
+        let mut flaky = crate::flaky::Flaky::default();
         let results = if loaded_existing {
             self.emit(&Event::ResultsLoaded {
                 path: &results_path,
@@ -319,7 +329,22 @@ impl<'a> Session<'a> {
             }
             done.extend(refused.into_iter().map(|(job, o)| (job.id, o)));
             done.extend(self.run_phase(Phase::Samples, jobs, resumed)?);
-            assemble(self.dataset, samples, &done)
+            if shard.is_none() {
+                flaky = crate::flaky::Reruns {
+                    dataset: self.dataset,
+                    settings: self.settings,
+                    samples,
+                    gt,
+                    first: &done,
+                    attempts: self.reruns,
+                    journal: &crate::flaky::rerun_journal_path(&results_path),
+                    key: &key,
+                }
+                .run(&|jobs, before| self.run_phase(Phase::Rerun, jobs, before))?;
+            }
+            let mut results = assemble(self.dataset, samples, &done);
+            crate::flaky::mark(&mut results, samples, &flaky.samples);
+            results
         };
         let mut report = build_report(
             self.dataset,
@@ -334,6 +359,7 @@ impl<'a> Session<'a> {
         report.resumed = resumed;
         report.loaded_existing = loaded_existing;
         report.shard = shard.map(|s| s.shard.tag());
+        report.flaky_ground_truth = flaky.ground_truth;
         self.emit(&Event::Finished(&report))?;
         Ok(report)
     }
@@ -494,6 +520,7 @@ pub fn assemble(
                     solution: p.solution.clone(),
                     status: o.status,
                     details: o.details.clone(),
+                    flaky: false,
                 })
             })
             .collect();
@@ -549,6 +576,7 @@ pub fn build_report(
         resumed: 0,
         loaded_existing: false,
         shard: None,
+        flaky_ground_truth: Vec::new(),
     }
 }
 

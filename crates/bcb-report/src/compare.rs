@@ -39,6 +39,8 @@ pub struct Comparison {
 pub struct Flip {
     pub task_id: String,
     pub failed_as: Option<FailureClass>,
+    /// A rerun changed a verdict of this task in either run: the flip may be noise.
+    pub flaky: bool,
 }
 
 /// Compares models 0 (A) and 1 (B) of a report built from exactly those two runs.
@@ -62,10 +64,12 @@ pub fn compare(report: &Report, seed: u64, resamples: usize) -> Comparison {
             (true, false) => a_only.push(Flip {
                 task_id: row.task_id.clone(),
                 failed_as: vb.class(),
+                flaky: va.flaky || vb.flaky,
             }),
             (false, true) => b_only.push(Flip {
                 task_id: row.task_id.clone(),
                 failed_as: va.class(),
+                flaky: va.flaky || vb.flaky,
             }),
         }
     }
@@ -144,7 +148,12 @@ impl Comparison {
             let _ = writeln!(s, "\n{title} ({}):", flips.len());
             for f in flips {
                 let why = f.failed_as.map_or("", |c| c.label());
-                let _ = writeln!(s, "  {:<18} other failed as: {why}", f.task_id);
+                let flaky = if f.flaky {
+                    " (flaky: a rerun changed a verdict)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(s, "  {:<18} other failed as: {why}{flaky}", f.task_id);
             }
         }
         s

@@ -234,6 +234,10 @@ pub fn render_csv(report: &Report) -> String {
                 &v.n.to_string(),
                 class,
             ]);
+            if v.flaky {
+                // Flaky verdicts apart: a rerun changed one of this task's verdicts.
+                row(["flaky", &m.name, &t.task_id, "", "", "", "", "1", class]);
+            }
         }
     }
     s

@@ -86,4 +86,28 @@ fn flaky_verdicts_are_shown_apart() {
     let page = render(&report, &runs, &[], "flaky");
     assert_eq!(page.matches("<span class=\"flaky\"").count(), 1);
     assert!(page.contains("data-tags=\"pass flaky\""));
+    // The tables show them apart too: a count per model (md) and a row per task (csv).
+    let md = bcb_report::tables::render_markdown(&report);
+    assert!(md.contains("flaky tasks"), "{md}");
+    let csv = bcb_report::tables::render_csv(&report);
+    let flaky_rows: Vec<&str> = csv.lines().filter(|l| l.starts_with("flaky,")).collect();
+    assert_eq!(flaky_rows.len(), 1, "{csv}");
+    assert!(flaky_rows[0].contains("BigCodeBench/1"), "{csv}");
+    // compare: a flip on a flaky task says the flip may be noise.
+    let other = dir.path().join("n_eval_results.json");
+    let w = serde_json::json!({"date": "2026-12-01 08:00", "eval": {
+        "BigCodeBench/1": [{"task_id": "BigCodeBench/1", "solution": "", "status": "fail", "details": {"ALL": "AssertionError"}}],
+        "BigCodeBench/2": [{"task_id": "BigCodeBench/2", "solution": "", "status": "pass", "details": {}}]
+    }});
+    std::fs::write(&other, w.to_string()).unwrap();
+    let pair = vec![runs[0].clone(), RunResults::load(&other).unwrap()];
+    let both = Report::build(&pair, &[], &ReportOptions::default());
+    let cmp = bcb_report::compare::compare(&both, 1, 100);
+    assert_eq!(cmp.a_only.len(), 1);
+    assert!(cmp.a_only[0].flaky);
+    assert!(
+        cmp.render_text().contains("(flaky"),
+        "{}",
+        cmp.render_text()
+    );
 }

@@ -11,6 +11,7 @@
 
 mod extract;
 mod pystr;
+pub mod safety;
 mod slice;
 mod syntax;
 pub mod tamper;

@@ -252,7 +252,15 @@ const SYS_GUARDED: &[&str] = &[
     "setrecursionlimit",
 ];
 
-struct Scanner<'a> {
+/// The syntax tree of `code` (None only if tree-sitter gives up; a tree with errors is
+/// still returned, as for the scan).
+pub(crate) fn parse(code: &str) -> Option<tree_sitter::Tree> {
+    PARSER.with(|p| p.borrow_mut().parse(code, None))
+}
+
+/// Walks a tree resolving names through the program's imports; the tamper rules and the
+/// safety report (`crate::safety`) share it.
+pub(crate) struct Scanner<'a> {
     src: &'a [u8],
     /// Local name -> what it stands for ("inspect", "sys._getframe", "module:json"...).
     aliases: HashMap<String, String>,
@@ -261,27 +269,38 @@ struct Scanner<'a> {
 }
 
 fn scan_with(code: &str, allow_ctypes: bool) -> Vec<TamperFinding> {
-    let Some(tree) = PARSER.with(|p| p.borrow_mut().parse(code, None)) else {
+    let Some(tree) = parse(code) else {
         return Vec::new();
     };
-    let mut s = Scanner {
-        src: code.as_bytes(),
-        aliases: HashMap::new(),
-        allow_ctypes,
-        out: Vec::new(),
-    };
-    // Two passes: aliases first (imports and module handles may come after their use in a
-    // function body), then the rules.
-    s.walk(tree.root_node(), &mut |s, n| s.collect_aliases(n));
+    let mut s = Scanner::new(code, tree.root_node(), allow_ctypes);
     s.walk(tree.root_node(), &mut |s, n| s.check(n));
-    s.out
-        .sort_by(|a, b| (a.line, a.rule).cmp(&(b.line, b.rule)));
-    s.out.dedup_by(|a, b| a.line == b.line && a.rule == b.rule);
-    s.out
+    s.into_findings()
 }
 
 impl<'a> Scanner<'a> {
-    fn walk(&mut self, root: Node, f: &mut dyn FnMut(&mut Self, Node)) {
+    /// A scanner of `code` (parsed to `root`) with every import alias already collected:
+    /// imports and module handles may come after their use in a function body.
+    pub(crate) fn new(code: &'a str, root: Node, allow_ctypes: bool) -> Self {
+        let mut s = Scanner {
+            src: code.as_bytes(),
+            aliases: HashMap::new(),
+            allow_ctypes,
+            out: Vec::new(),
+        };
+        s.walk(root, &mut |s, n| s.collect_aliases(n));
+        s
+    }
+
+    /// The findings, by line, one per (line, rule).
+    pub(crate) fn into_findings(mut self) -> Vec<TamperFinding> {
+        self.out
+            .sort_by(|a, b| (a.line, a.rule).cmp(&(b.line, b.rule)));
+        self.out
+            .dedup_by(|a, b| a.line == b.line && a.rule == b.rule);
+        self.out
+    }
+
+    pub(crate) fn walk(&mut self, root: Node, f: &mut dyn FnMut(&mut Self, Node)) {
         let mut cursor = root.walk();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
@@ -292,11 +311,11 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn text(&self, n: Node) -> String {
+    pub(crate) fn text(&self, n: Node) -> String {
         String::from_utf8_lossy(&self.src[n.start_byte()..n.end_byte()]).into_owned()
     }
 
-    fn flag(&mut self, rule: &'static str, n: Node) {
+    pub(crate) fn flag(&mut self, rule: &'static str, n: Node) {
         let mut text: String = self
             .text(n)
             .split_whitespace()
@@ -314,7 +333,7 @@ impl<'a> Scanner<'a> {
 
     /// A dotted name with its first part resolved through imports (`ins.stack` -> `inspect.stack`),
     /// `sys.modules[...]` -> `module:<key>`; None for anything else.
-    fn qual(&self, n: Node) -> Option<String> {
+    pub(crate) fn qual(&self, n: Node) -> Option<String> {
         match n.kind() {
             "identifier" => {
                 let name = self.text(n);
@@ -422,7 +441,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn check(&mut self, n: Node) {
+    /// The tamper rules on one node.
+    pub(crate) fn check(&mut self, n: Node) {
         match n.kind() {
             "call" => self.check_call(n),
             "attribute" => {

@@ -1,20 +1,11 @@
 //! The closing summary on stdout, in the original's words (`Groundtruth pass rate`,
-//! `pass@1:`...), plus where the files are and what the run cost.
+//! `pass@1:`...), plus where the files are and which verdicts were flaky. (What each phase
+//! cost is a progress line: `--quiet` silences it.)
 
 use std::io::Write;
 
 use bcb_eval::ground_truth::failure_summary;
-use bcb_eval::{Event, Phase, Sink};
-
-/// Totals of the jobs run in this invocation.
-#[derive(Default)]
-struct Cost {
-    jobs: usize,
-    test_secs: f64,
-    wall_secs: f64,
-    cpu_secs: f64,
-    longest: f64,
-}
+use bcb_eval::{Event, Sink};
 
 pub struct ConsoleSummary {
     out: Box<dyn Write + Send>,
@@ -27,8 +18,6 @@ pub struct ConsoleSummary {
     /// `--save_pass_rate False`: do not name a pass@k file.
     save_pass_rate: bool,
     gt_lines: Vec<String>,
-    cost: [Cost; 2],
-    started: std::time::Instant,
 }
 
 impl ConsoleSummary {
@@ -52,49 +41,13 @@ impl ConsoleSummary {
             no_gt,
             save_pass_rate,
             gt_lines: Vec::new(),
-            cost: [Cost::default(), Cost::default()],
-            started: std::time::Instant::now(),
         }
-    }
-
-    fn cost_line(&self, phase: Phase) -> Option<String> {
-        let c = &self.cost[phase as usize];
-        (c.jobs > 0).then(|| {
-            format!(
-                "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s",
-                phase.label(),
-                c.jobs,
-                self.started.elapsed().as_secs_f64(),
-                c.test_secs,
-                c.wall_secs,
-                c.cpu_secs,
-                c.longest
-            )
-        })
     }
 }
 
 impl Sink for ConsoleSummary {
     fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
         match event {
-            Event::PhaseStarted { phase, .. } => {
-                self.cost[*phase as usize] = Cost::default();
-                self.started = std::time::Instant::now();
-            }
-            Event::JobDone { phase, outcome, .. } => {
-                let c = &mut self.cost[*phase as usize];
-                c.jobs += 1;
-                c.test_secs += outcome.test_secs.unwrap_or(0.0);
-                c.wall_secs += outcome.wall_secs;
-                c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
-                c.longest = c.longest.max(outcome.wall_secs);
-            }
-            Event::PhaseFinished { phase } => {
-                if let Some(line) = self.cost_line(*phase) {
-                    tracing::info!("{line}");
-                    writeln!(std::io::stderr(), "{line}")?;
-                }
-            }
             Event::GroundTruthReady { gt, task_ids } => {
                 let ids = task_ids.iter().map(String::as_str);
                 let rate = gt.pass_rate(ids.clone());
@@ -144,6 +97,21 @@ impl Sink for ConsoleSummary {
                 }
                 for (k, v) in &report.pass_at_k.values {
                     writeln!(self.out, "pass@{k}:\t{v:.3}")?;
+                }
+                let flaky = report.results.eval.values().flatten().filter(|r| r.flaky);
+                let flaky = flaky.count();
+                if flaky > 0 {
+                    writeln!(
+                        self.out,
+                        "flaky: {flaky} sample(s) changed verdict on a rerun (marked \"flaky\"; the first verdict counts)"
+                    )?;
+                }
+                if !report.flaky_ground_truth.is_empty() {
+                    writeln!(
+                        self.out,
+                        "flaky ground truth: {} (failed, then passed on a rerun)",
+                        report.flaky_ground_truth.join(", ")
+                    )?;
                 }
                 writeln!(self.out, "results: {}", report.results_path.display())?;
                 if self.save_pass_rate {

@@ -6,6 +6,7 @@
 
 mod console;
 mod files;
+mod gt_summary;
 mod journal;
 mod progress;
 
@@ -13,9 +14,11 @@ use std::path::Path;
 
 pub use console::ConsoleSummary;
 pub use files::{backup, EvalResultsFile, PassAtKFile};
+pub use gt_summary::GtSummaryFile;
 pub use journal::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
 
+use bcb_eval::flaky::rerun_journal_path;
 use bcb_eval::journal::{samples_journal_path, JournalHeader};
 use bcb_eval::{GtCache, Phase, Sink};
 
@@ -62,12 +65,19 @@ pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
         if s.save_pass_rate {
             sinks.push(Box::new(PassAtKFile));
         }
-        let journal = samples_journal_path(&bcb_samples::eval_results_path(samples));
-        // Last: it drops the journal once the result files above exist.
+        let results = bcb_samples::eval_results_path(samples);
+        // Last: they drop the journals once the result files above exist. The reruns
+        // journal is only created when `--rerun-failures` runs something.
         sinks.push(Box::new(JournalSink::new(
-            &journal,
+            &samples_journal_path(&results),
             JournalHeader::new(key),
             &[Phase::Samples],
+            true,
+        )));
+        sinks.push(Box::new(JournalSink::new(
+            &rerun_journal_path(&results),
+            JournalHeader::new(key),
+            &[Phase::Rerun],
             true,
         )));
     }

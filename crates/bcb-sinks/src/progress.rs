@@ -37,6 +37,11 @@ struct Counts {
     failed: u64,
     timeouts: u64,
     started: Option<Instant>,
+    /// What the jobs cost: sums of test, job-wall and CPU time, and the longest job.
+    test_secs: f64,
+    wall_secs: f64,
+    cpu_secs: f64,
+    longest: f64,
 }
 
 impl Counts {
@@ -63,6 +68,24 @@ impl Counts {
             self.timeouts,
             clock(elapsed)
         )
+    }
+}
+
+impl Counts {
+    /// The phase's cost line, once it ran something.
+    fn cost_line(&self) -> Option<String> {
+        (self.done > 0).then(|| {
+            format!(
+                "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s",
+                self.label,
+                self.done,
+                self.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+                self.test_secs,
+                self.wall_secs,
+                self.cpu_secs,
+                self.longest
+            )
+        })
     }
 }
 
@@ -196,6 +219,10 @@ impl Sink for ProgressSink {
                     bcb_execute::Status::Fail => c.failed += 1,
                     bcb_execute::Status::Timeout => c.timeouts += 1,
                 }
+                c.test_secs += outcome.test_secs.unwrap_or(0.0);
+                c.wall_secs += outcome.wall_secs;
+                c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
+                c.longest = c.longest.max(outcome.wall_secs);
                 if let Some(bar) = &self.bar {
                     bar.set_message(format!(
                         "pass {:.1}%",
@@ -216,8 +243,14 @@ impl Sink for ProgressSink {
             )),
             Event::PhaseFinished { .. } => {
                 self.finish();
-                let line = self.counts.lock().unwrap().line();
+                let (line, cost) = {
+                    let c = self.counts.lock().unwrap();
+                    (c.line(), c.cost_line())
+                };
                 self.say(&line);
+                if let Some(cost) = cost {
+                    self.say(&cost);
+                }
             }
             Event::ResultsLoaded { path } => self.say(&format!(
                 "Loading previous results from {} (pass --force to evaluate again)",

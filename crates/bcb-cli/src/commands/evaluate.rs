@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(skip)]
     pub subset_typed: bool,
     /// Prompt split the samples answer: `complete` or `instruct` (taken from the samples
-    /// file's name when it follows the original's naming).
+    /// file's name when it follows the original's naming; otherwise required, with --subset).
     #[arg(long, default_value = "complete")]
     pub split: Split,
     #[command(flatten)]
@@ -119,6 +119,15 @@ pub struct Args {
     /// its details), `warn` (run, findings logged) or `off` (no scan).
     #[arg(long, default_value = "refuse")]
     pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// Run every sample whose verdict is not `pass` (and every failing canonical solution) N
+    /// more times; a verdict that changes is marked `"flaky": true` in the results file (the
+    /// first verdict counts for pass@k). Attempts are journaled; a resumed run does not redo them.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rerun_failures: usize,
+    /// Also write the ground truth of the selected tasks to this JSON file (`gt_pass_rate`,
+    /// `tasks`, `failed_tasks`, `failures: [{task_id, reason}]`), e.g. with --check-gt-only.
+    #[arg(long, value_name = "PATH")]
+    pub gt_summary: Option<PathBuf>,
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
@@ -150,7 +159,9 @@ pub struct Args {
 fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
     let name = path.file_name()?.to_string_lossy().into_owned();
     let rest = name.split_once("--bigcodebench-")?.1;
+    // `…--bigcodebench-hard-instruct--vllm-….jsonl`, or the labels last: `m--bigcodebench-complete.jsonl`.
     let label = rest.split("--").next()?;
+    let label = label.strip_suffix(".jsonl").unwrap_or(label);
     let (subset, split) = match label.strip_prefix("hard-") {
         Some(split) => (Subset::Hard, split),
         None => (Subset::Full, label),
@@ -166,10 +177,20 @@ impl Args {
             return Ok(());
         };
         let Some((subset, split)) = labels_from_name(&path) else {
-            if !(self.split_typed && self.subset_typed) {
-                tracing::warn!(
-                    "{}: the name does not say its split and subset; assuming --split {} --subset {} (pass both to be explicit)",
-                    path.display(), self.split.as_str(), self.dataset.subset
+            // The original requires both; guessing would write a wrong `split` silently.
+            let missing: Vec<&str> = [
+                ("--split", self.split_typed),
+                ("--subset", self.subset_typed),
+            ]
+            .into_iter()
+            .filter_map(|(flag, typed)| (!typed).then_some(flag))
+            .collect();
+            if !missing.is_empty() {
+                bail!(
+                    "{}: the name does not say which split and subset the samples answer, and {} {} not given\nhint: add --split complete|instruct --subset full|hard, or name the file as the original does (`…--bigcodebench-[hard-]{{complete|instruct}}--…`)",
+                    path.display(),
+                    missing.join(" and "),
+                    if missing.len() == 1 { "was" } else { "were" }
                 );
             }
             return Ok(());
@@ -262,6 +283,15 @@ impl Args {
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.reconcile_labels()?;
+    if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
+        bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
+    }
+    if args.rerun_failures > 0 && args.check_gt_only {
+        bail!("--rerun-failures reruns failing samples (and the failing ground truth of their tasks); --check-gt-only has no samples\nhint: to check failing canonical solutions again, run --check-gt-only --ids with the failed tasks");
+    }
+    if args.gt_summary.is_some() && args.execution != "local" {
+        bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
+    }
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
         "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
@@ -309,7 +339,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.no_gt && shard.as_ref().is_some_and(ShardPlan::is_ground_truth_only) {
         bail!("--shard without --samples checks ground truth, which --no-gt skips\nhint: drop --no-gt, or pass --samples");
     }
-    let sinks = bcb_sinks::standard(StandardSinks {
+    let mut sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
             .as_ref()
@@ -327,6 +357,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             save_pass_rate,
         )),
     });
+    if let Some(path) = &args.gt_summary {
+        sinks.push(Box::new(bcb_sinks::GtSummaryFile::new(path)));
+    }
     let request = Request {
         gt: args.gt_mode(),
         samples,
@@ -344,6 +377,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     Session::new(&ds, executor.as_ref(), &settings, sinks)
         .with_retry(retry)
+        .with_rerun_failures(args.rerun_failures)
         .run(&gt_cache, &request)?;
     if let Some(plan) = request.shard.as_ref().filter(|s| s.is_ground_truth_only()) {
         let tag = plan.shard.tag();
@@ -386,6 +420,9 @@ mod tests {
         let mut a = args(name, None, None);
         a.reconcile_labels().unwrap();
         assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Hard));
+        let mut a = args("m--bigcodebench-hard-complete.jsonl", None, None);
+        a.reconcile_labels().unwrap();
+        assert_eq!((a.split, a.dataset.subset), (Split::Complete, Subset::Hard));
         let mut a = args(name, Some("instruct"), Some("hard"));
         a.reconcile_labels().unwrap();
         let err = args(name, Some("complete"), None)
@@ -399,9 +436,23 @@ mod tests {
             .reconcile_labels()
             .unwrap_err();
         assert!(err.to_string().contains("named for subset `hard`"), "{err}");
-        // Names without labels keep the flags (or their defaults).
-        let mut a = args("x.jsonl", Some("instruct"), None);
+        // Names without labels need both flags, as the original does.
+        let mut a = args("x.jsonl", Some("instruct"), Some("hard"));
         a.reconcile_labels().unwrap();
-        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Full));
+        assert_eq!((a.split, a.dataset.subset), (Split::Instruct, Subset::Hard));
+        let err = args("x.jsonl", Some("instruct"), None)
+            .reconcile_labels()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--subset was not given") && err.contains("hint:"),
+            "{err}"
+        );
+        let err = args("x.jsonl", None, None).reconcile_labels().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--split and --subset were not given"),
+            "{err}"
+        );
     }
 }

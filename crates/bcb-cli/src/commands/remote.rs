@@ -169,6 +169,7 @@ fn write_files(
         resumed: 0,
         loaded_existing: false,
         shard: None,
+        flaky_ground_truth: Vec::new(),
     };
     let event = Event::Finished(&report);
     EvalResultsFile::new(args.force).handle(&event)?;

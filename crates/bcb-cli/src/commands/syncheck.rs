@@ -1,5 +1,6 @@
 //! `bcb syncheck`: the original's `bigcodebench.syncheck` report (missing tasks, samples that
-//! are empty or do not parse), with the line, column and message of every syntax error.
+//! are empty or do not parse), with the line, column and message of every syntax error, and
+//! with `--safety` the risky operations of every sample (`bcb_sanitize::safety`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -39,8 +40,22 @@ pub struct Args {
     /// List every missing task (by default at most 20 are listed, then a count).
     #[arg(long)]
     pub list_missing: bool,
+    /// Also report each sample's risky operations (shell, subprocess, network to other hosts,
+    /// deletes, writes outside the cwd, environment and credential access, tamper-scan
+    /// findings) with a count per rule. Information for reviewers: verdicts are not changed.
+    #[arg(long)]
+    pub safety: bool,
+    /// `text` (the original's report) or `json` (with --safety: only the safety report, as JSON).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
     #[command(flatten)]
     pub dataset: DatasetArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
 }
 
 /// `1,BigCodeBench/2` → `["BigCodeBench/1", "BigCodeBench/2"]`.
@@ -85,7 +100,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let selected = |id: &str| wanted.as_ref().is_none_or(|w| w.contains(id));
     let samples_str = args.samples.to_string_lossy().to_string();
-    let mut out = std::io::stdout().lock();
+    anyhow::ensure!(
+        args.format == Format::Text || args.safety,
+        "--format json is the safety report's format\nhint: add --safety, or drop --format"
+    );
+    // As JSON, stdout carries the safety report only.
+    let mut out: Box<dyn Write> = match args.format {
+        Format::Text => Box::new(std::io::stdout().lock()),
+        Format::Json => Box::new(std::io::sink()),
+    };
 
     writeln!(out, "Dataset: BigCodeBench ({} {})", ds.subset, ds.version)?;
     // task_id -> [(identifier, code)] in input order.
@@ -195,9 +218,76 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             " ::::: ⚠️ {unknown} samples name tasks that are not in the dataset"
         )?;
     }
+    if args.safety {
+        safety_report(&tasks, &by_task, args.format, &mut out)?;
+    }
     Ok(if args.fail_on_invalid && nwrong > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Every selected sample's risky operations: one line per finding and a count per rule (text),
+/// or the same as one JSON object on stdout.
+fn safety_report(
+    tasks: &[&bcb_dataset::Task],
+    by_task: &HashMap<&str, Vec<(String, String)>>,
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use bcb_sanitize::safety;
+    let mut per_rule: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let (mut nsamples, mut nflagged) = (0usize, 0usize);
+    let mut findings = Vec::new();
+    writeln!(out, "==============================")?;
+    writeln!(
+        out,
+        " ::: Checking safety (information only; verdicts are not changed)"
+    )?;
+    for task in tasks {
+        let Some(list) = by_task.get(task.task_id.as_str()) else {
+            continue;
+        };
+        let libs = task.lib_names();
+        for (index, (ident, code)) in list.iter().enumerate() {
+            nsamples += 1;
+            let found = safety::scan_for_task(code, &libs);
+            nflagged += usize::from(!found.is_empty());
+            for f in found {
+                *per_rule.entry(f.rule).or_default() += 1;
+                writeln!(
+                    out,
+                    " ⚠️ {ident} sample {index}: line {}: {}: {}",
+                    f.line, f.rule, f.text
+                )?;
+                findings.push(serde_json::json!({
+                    "task_id": task.task_id, "sample": index, "line": f.line,
+                    "rule": f.rule, "snippet": f.text,
+                }));
+            }
+        }
+    }
+    let summary: Vec<String> = per_rule.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    if nflagged == 0 {
+        writeln!(out, " ::::: No risky operation in {nsamples} samples")?;
+    } else {
+        writeln!(
+            out,
+            " ::::: {nflagged}/{nsamples} samples with risky operations; findings per rule: {}",
+            summary.join(", ")
+        )?;
+    }
+    if format == Format::Json {
+        let report = serde_json::json!({
+            "samples": nsamples,
+            "flagged_samples": nflagged,
+            "per_rule": per_rule,
+            "findings": findings,
+        });
+        let mut stdout = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut stdout, &report)?;
+        writeln!(stdout)?;
+    }
+    Ok(())
 }

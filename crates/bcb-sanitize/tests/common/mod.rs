@@ -1,1 +1,2 @@
 pub mod answers;
+pub mod real;
