@@ -41,6 +41,8 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
     Merge(commands::merge::Args),
+    /// The verdict cache of `evaluate`: `stats`, `clean`.
+    Cache(commands::cache::Args),
     /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
     Report(commands::report::Args),
     /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         }
         Command::Inspect(a) => commands::inspect::run(a),
         Command::Merge(a) => commands::merge::run(a),
+        Command::Cache(a) => commands::cache::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Leaderboard(a) => commands::leaderboard::run(a),

@@ -81,7 +81,12 @@ impl Sink for ConsoleSummary {
                 self.cost[*phase as usize] = Cost::default();
                 self.started = std::time::Instant::now();
             }
-            Event::JobDone { phase, outcome, .. } => {
+            Event::JobDone {
+                phase,
+                outcome,
+                origin: bcb_eval::Origin::Executed,
+                ..
+            } => {
                 let c = &mut self.cost[*phase as usize];
                 c.jobs += 1;
                 c.test_secs += outcome.test_secs.unwrap_or(0.0);
@@ -124,8 +129,12 @@ impl Sink for ConsoleSummary {
                 let tag = report.shard.expect("guarded");
                 writeln!(
                     self.out,
-                    "shard {}/{} done: {} run now, {} resumed",
-                    tag.index, tag.count, report.executed, report.resumed
+                    "shard {}/{} done: {} run now, {} resumed{}",
+                    tag.index,
+                    tag.count,
+                    report.executed,
+                    report.resumed,
+                    saved(report)
                 )?;
                 writeln!(
                     self.out,
@@ -145,6 +154,15 @@ impl Sink for ConsoleSummary {
                 for (k, v) in &report.pass_at_k.values {
                     writeln!(self.out, "pass@{k}:\t{v:.3}")?;
                 }
+                if !report.loaded_existing {
+                    writeln!(
+                        self.out,
+                        "executions: {} run, {} resumed{}",
+                        report.executed,
+                        report.resumed,
+                        saved(report)
+                    )?;
+                }
                 writeln!(self.out, "results: {}", report.results_path.display())?;
                 if self.save_pass_rate {
                     writeln!(self.out, "pass@k:  {}", report.pass_at_k_path.display())?;
@@ -155,6 +173,17 @@ impl Sink for ConsoleSummary {
         self.out.flush()?;
         Ok(())
     }
+}
+
+/// `, 12 saved by dedup, 30 by the verdict cache` (empty when nothing was saved).
+fn saved(report: &bcb_eval::RunReport) -> String {
+    if report.deduplicated + report.cached == 0 {
+        return String::new();
+    }
+    format!(
+        ", {} saved by dedup, {} by the verdict cache",
+        report.deduplicated, report.cached
+    )
 }
 
 fn capitalize(s: &str) -> String {

@@ -8,6 +8,7 @@ mod console;
 mod files;
 mod journal;
 mod progress;
+mod verdict_cache;
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ pub use console::ConsoleSummary;
 pub use files::{backup, EvalResultsFile, PassAtKFile};
 pub use journal::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
+pub use verdict_cache::VerdictCacheSink;
 
 use bcb_eval::journal::{samples_journal_path, JournalHeader};
 use bcb_eval::{GtCache, Phase, Sink};
@@ -22,8 +24,8 @@ use bcb_eval::{GtCache, Phase, Sink};
 /// What the standard set of sinks of `bcb evaluate` should do.
 pub struct StandardSinks<'a> {
     pub gt_cache: Option<&'a GtCache>,
-    /// The samples file (absent for `--check-gt-only`) and its journal key.
-    pub samples: Option<(&'a Path, String)>,
+    /// The samples files (none for `--check-gt-only`), each with its journal key.
+    pub samples: Vec<(&'a Path, String)>,
     pub progress: ProgressMode,
     /// Write `*_pass_at_k.json` (upstream `--save_pass_rate`).
     pub save_pass_rate: bool,
@@ -57,19 +59,20 @@ pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
         )));
     }
     sinks.push(Box::new(ProgressSink::new(s.progress)));
-    if let Some((samples, key)) = &s.samples {
+    if !s.samples.is_empty() {
+        // Each writes the files of every finished report (one per samples file).
         sinks.push(Box::new(EvalResultsFile::new(s.force)));
         if s.save_pass_rate {
             sinks.push(Box::new(PassAtKFile));
         }
+    }
+    for (samples, key) in &s.samples {
         let journal = samples_journal_path(&bcb_samples::eval_results_path(samples));
-        // Last: it drops the journal once the result files above exist.
-        sinks.push(Box::new(JournalSink::new(
-            &journal,
-            JournalHeader::new(key),
-            &[Phase::Samples],
-            true,
-        )));
+        // After the file writers: it drops the journal once the result files above exist.
+        sinks.push(Box::new(
+            JournalSink::new(&journal, JournalHeader::new(key), &[Phase::Samples], true)
+                .for_samples(samples),
+        ));
     }
     if let Some(console) = s.console {
         sinks.push(Box::new(console));

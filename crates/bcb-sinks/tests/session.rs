@@ -96,10 +96,10 @@ impl Run<'_> {
         let gt_cache = GtCache::new(self.cache, self.ds, &self.settings);
         let sinks = bcb_sinks::standard(StandardSinks {
             gt_cache: Some(&gt_cache),
-            samples: Some((
+            samples: vec![(
                 samples.path.as_path(),
                 samples_journal_key(&samples, &self.settings),
-            )),
+            )],
             progress: ProgressMode::Off,
             save_pass_rate: self.save_pass_rate,
             force: self.force,
@@ -128,7 +128,7 @@ impl Run<'_> {
 fn gt_sinks(cache: &GtCache) -> Vec<Box<dyn bcb_eval::Sink>> {
     bcb_sinks::standard(StandardSinks {
         gt_cache: Some(cache),
-        samples: None,
+        samples: Vec::new(),
         progress: ProgressMode::Off,
         save_pass_rate: true,
         force: false,

@@ -1,0 +1,36 @@
+//! Feeds the verdict cache: every sample verdict executed in this run is noted, hits are
+//! marked used, and the cache writes its new segment (and evicts) when the samples phase ends.
+
+use bcb_eval::{Event, Origin, Phase, Sink, VerdictCache};
+
+pub struct VerdictCacheSink<'a> {
+    cache: &'a VerdictCache,
+}
+
+impl<'a> VerdictCacheSink<'a> {
+    pub fn new(cache: &'a VerdictCache) -> Self {
+        VerdictCacheSink { cache }
+    }
+}
+
+impl Sink for VerdictCacheSink<'_> {
+    fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
+        match event {
+            Event::JobDone {
+                phase: Phase::Samples,
+                job,
+                outcome,
+                origin: Origin::Executed,
+                ..
+            } => self.cache.record(job, outcome),
+            Event::PhaseFinished {
+                phase: Phase::Samples,
+            } => {
+                let written = self.cache.flush()?;
+                tracing::debug!("verdict cache: {written} new verdict(s) stored");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
