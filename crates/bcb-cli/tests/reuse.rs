@@ -116,3 +116,69 @@ fn files_of_different_subsets_or_splits_are_refused_together() {
         "{err}"
     );
 }
+
+#[test]
+fn a_killed_run_resumes_with_dedup_and_ends_with_the_plain_files() {
+    let Some(env) = evalkit::env() else { return };
+    // Every program sleeps first, so the run can be killed while one runs.
+    let with_sleep = |dir: &Path| {
+        let path = samples(&env, dir, "k", false);
+        let text = std::fs::read_to_string(&path).unwrap().replace(
+            "def task_func(",
+            // Inside the JSON strings: an escaped newline.
+            "import time as _t\\n_t.sleep(1)\\ndef task_func(",
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let killed = with_sleep(&env.path("killed"));
+    let plain = with_sleep(&env.path("plain"));
+    evaluate(&env, &[&plain], &["--no-dedup", "--no-cache"]);
+    let args = [
+        "evaluate",
+        "--ids",
+        "0,4,9",
+        "--no-gt",
+        "--no-cache",
+        "--parallel",
+        "1",
+        "--samples",
+        killed.to_str().unwrap(),
+    ];
+    let mut child = env
+        .bcb()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = bcb_eval::journal::samples_journal_path(&bcb_samples::eval_results_path(&killed));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    // Header + one execution and its duplicate: then kill bcb itself, mid-run.
+    while std::fs::read_to_string(&journal)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 3
+    {
+        assert!(std::time::Instant::now() < deadline, "nothing journaled");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!bcb_samples::eval_results_path(&killed).exists());
+    let out = env.run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let resumed: usize = text
+        .split("run, ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        resumed >= 2 && resumed % 2 == 0,
+        "whole groups resumed: {text}"
+    );
+    assert_eq!(eval_of(&killed), eval_of(&plain));
+}
