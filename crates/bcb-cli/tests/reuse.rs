@@ -177,7 +177,7 @@ fn a_killed_run_resumes_with_dedup_and_ends_with_the_plain_files() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        resumed >= 2 && resumed % 2 == 0,
+        resumed >= 2 && resumed.is_multiple_of(2),
         "whole groups resumed: {text}"
     );
     assert_eq!(eval_of(&killed), eval_of(&plain));
