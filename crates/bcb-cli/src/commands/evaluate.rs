@@ -214,7 +214,7 @@ fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// A samples file's name, not one of bcb's own files beside it (journals, result files).
 fn is_samples_file_name(path: &std::path::Path) -> bool {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    (name.ends_with(".jsonl") || name.ends_with(".jsonl.gz"))
+    name.ends_with(".jsonl")
         && !name.ends_with(".partial.jsonl")
         && !name.contains("_eval_results.json")
         && !name.contains(".shard-")
@@ -475,6 +475,39 @@ mod tests {
         a.split_typed = split.is_some();
         a.subset_typed = subset.is_some();
         a
+    }
+
+    #[test]
+    fn a_directory_of_samples_files_is_those_files_and_the_upstream_layout_is_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweeps = dir.path().join("sweeps");
+        std::fs::create_dir(&sweeps).unwrap();
+        for name in [
+            "b.jsonl",
+            "a.jsonl",
+            "a.jsonl.gz",
+            "a_eval_results.json",
+            "b_eval_results.json.partial.jsonl",
+            "b_eval_results.json.shard-1-of-2.jsonl",
+            "c.jsonl.partial.jsonl",
+            "notes.txt",
+        ] {
+            std::fs::write(sweeps.join(name), "").unwrap();
+        }
+        assert_eq!(
+            expand_samples(std::slice::from_ref(&sweeps)).unwrap(),
+            [sweeps.join("a.jsonl"), sweeps.join("b.jsonl")]
+        );
+        let upstream = dir.path().join("upstream");
+        std::fs::create_dir_all(upstream.join("BigCodeBench_0")).unwrap();
+        std::fs::write(upstream.join("stray.jsonl"), "").unwrap();
+        assert_eq!(
+            expand_samples(std::slice::from_ref(&upstream)).unwrap(),
+            [upstream.clone()]
+        );
+        let twice = [sweeps.join("b.jsonl"), sweeps.clone()];
+        let err = expand_samples(&twice).unwrap_err().to_string();
+        assert!(err.contains("is given twice"), "{err}");
     }
 
     #[test]
