@@ -1,5 +1,6 @@
-//! The conductor: ground truth first, then the samples, every job through the executor,
-//! every outcome to the sinks as an [`Event`]. Jobs that get no verdict ([`ExecError`]) are
+//! The conductor: ground truth first, then the samples (of one or several files, in one
+//! phase), every job through the executor — each distinct program once with dedup, none that
+//! the verdict cache knows — every outcome to the sinks as an [`Event`]. Jobs that get no verdict ([`ExecError`]) are
 //! retried with backoff; a persistent or fatal error stops the run with the cause and what
 //! to do, and nothing false is recorded.
 
