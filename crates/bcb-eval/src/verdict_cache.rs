@@ -182,6 +182,9 @@ impl VerdictCache {
         let mut records: Vec<CacheRecord> = st.new.drain().filter_map(|(_, r)| r).collect();
         let used = std::mem::take(&mut st.used);
         drop(st);
+        if records.is_empty() && used.is_empty() {
+            return Ok(0);
+        }
         let now = SystemTime::now();
         let mut seen = std::collections::HashSet::new();
         for i in used {

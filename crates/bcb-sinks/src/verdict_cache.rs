@@ -1,5 +1,6 @@
-//! Feeds the verdict cache: every sample verdict executed in this run is noted, hits are
-//! marked used, and the cache writes its new segment (and evicts) when the samples phase ends.
+//! Feeds the verdict cache: every sample verdict executed in this run is noted, and the cache
+//! writes its new segment (and evicts) when the samples phase ends — or when the sink is
+//! dropped, so a run stopped by an error still keeps what it executed.
 
 use bcb_eval::{Event, Origin, Phase, Sink, VerdictCache};
 
@@ -32,5 +33,13 @@ impl Sink for VerdictCacheSink<'_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl Drop for VerdictCacheSink<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.cache.flush() {
+            tracing::warn!("verdict cache not updated: {e:#}");
+        }
     }
 }

@@ -453,3 +453,32 @@ fn refused_samples_are_announced_inside_their_phase() {
         .expect("refused verdict");
     assert!(start < refused, "{trace:?}");
 }
+
+#[test]
+fn a_run_stopped_by_an_error_still_caches_what_it_executed() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = Env::new(dir.path());
+    let a = samples_file(&dir.path().join("a"), "m", 2, &[0, 1]);
+    env.run(
+        &FakeExecutor::passing(),
+        &[&samples_file(&dir.path().join("gt"), "m", 1, &[9])],
+    )
+    .unwrap();
+    let count = Mutex::new(0);
+    let dying = FakeExecutor::new(move |job, attempt| {
+        let mut n = count.lock().unwrap();
+        *n += 1;
+        if *n > 2 {
+            Err(ExecError::fatal("worker killed", "run again"))
+        } else {
+            script(job, attempt)
+        }
+    });
+    assert!(env.run(&dying, &[&a]).is_err());
+    let root = VerdictCache::root(&env.cache_dir);
+    assert_eq!(
+        verdict_cache::stats(&root).records,
+        3 + 2,
+        "the first run's and these two"
+    );
+}
