@@ -501,10 +501,8 @@ mod tests {
         let upstream = dir.path().join("upstream");
         std::fs::create_dir_all(upstream.join("BigCodeBench_0")).unwrap();
         std::fs::write(upstream.join("stray.jsonl"), "").unwrap();
-        assert_eq!(
-            expand_samples(std::slice::from_ref(&upstream)).unwrap(),
-            [upstream.clone()]
-        );
+        let given = [upstream];
+        assert_eq!(expand_samples(&given).unwrap(), given);
         let twice = [sweeps.join("b.jsonl"), sweeps.clone()];
         let err = expand_samples(&twice).unwrap_err().to_string();
         assert!(err.contains("is given twice"), "{err}");
