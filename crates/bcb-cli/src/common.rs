@@ -64,6 +64,8 @@ enum Kind {
     OptionalBool,
     /// `--x VALUE`.
     Value,
+    /// `--x VALUE...` (several values, e.g. `--samples A.jsonl B.jsonl`).
+    Values,
     /// `--x` alone, repeatable (counts).
     Count,
 }
@@ -95,6 +97,9 @@ fn flag_kinds(command: &str) -> std::collections::HashMap<String, Kind> {
             _ if optional_value => Kind::OptionalBool,
             clap::ArgAction::SetTrue | clap::ArgAction::SetFalse => Kind::Switch,
             clap::ArgAction::Count => Kind::Count,
+            a if a.takes_values() && arg.get_num_args().is_some_and(|r| r.max_values() > 1) => {
+                Kind::Values
+            }
             a if a.takes_values() => Kind::Value,
             _ => Kind::Switch,
         };
@@ -210,6 +215,18 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
                             }
                         }
                     }
+                }
+            }
+            Some(Kind::Values) => {
+                out.push(OsString::from(format!("--{name}")));
+                out.extend(inline.map(OsString::from));
+                // Its values (up to the next flag) are never positional arguments.
+                while let Some(v) = args
+                    .get(i)
+                    .filter(|a| !a.to_string_lossy().starts_with('-'))
+                {
+                    out.push(v.clone());
+                    i += 1;
                 }
             }
             Some(Kind::Value) => {
@@ -353,6 +370,28 @@ mod tests {
         assert_eq!(e(&["--no_gt=maybe"]), ["--no-gt=maybe"]);
         assert_eq!(e(&["--verbose", "True"]), ["--verbose"]);
         assert_eq!(e(&["--verbose=False"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn several_samples_files_are_values_not_positionals() {
+        assert_eq!(
+            norm(&[
+                "bcb",
+                "evaluate",
+                "--samples",
+                "a.jsonl",
+                "b.jsonl",
+                "--no_gt"
+            ]),
+            [
+                "bcb",
+                "evaluate",
+                "--samples",
+                "a.jsonl",
+                "b.jsonl",
+                "--no-gt"
+            ]
+        );
     }
 
     #[test]

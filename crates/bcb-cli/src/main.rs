@@ -43,6 +43,8 @@ enum Command {
     Merge(commands::merge::Args),
     /// Size a cluster: predicted wall time of N shards on N machines of C cores vs the ideal.
     Plan(commands::plan::Args),
+    /// The verdict cache of `evaluate`: `stats`, `clean`.
+    Cache(commands::cache::Args),
     /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
     Report(commands::report::Args),
     /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
             commands::merge::run(a)
         }
         Command::Plan(a) => commands::plan::run(a),
+        Command::Cache(a) => commands::cache::run(a),
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Leaderboard(a) => commands::leaderboard::run(a),

@@ -199,7 +199,8 @@ fn a_slot_killed_from_outside_mid_run_is_retried() {
         .bcb()
         .args(eval_args(
             &path,
-            &["--parallel", "1", "--progress-interval", "1"],
+            // No cache: the clean run's verdicts would spare the samples we kill.
+            &["--parallel", "1", "--progress-interval", "1", "--no-cache"],
         ))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

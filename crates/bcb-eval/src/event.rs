@@ -28,6 +28,26 @@ impl Phase {
     }
 }
 
+/// Where a job's verdict came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// Executed in this run.
+    Executed,
+    /// The same program of the same task was executed in this run (dedup): its verdict.
+    Duplicate,
+    /// The verdict cache of earlier runs had it.
+    Cached,
+    /// Not run: the tamper scan refused it.
+    Refused,
+}
+
+impl Origin {
+    /// An execution this run did not have to do.
+    pub fn saved(self) -> bool {
+        matches!(self, Origin::Duplicate | Origin::Cached)
+    }
+}
+
 #[derive(Debug)]
 pub enum Event<'a> {
     /// A run begins.
@@ -47,11 +67,15 @@ pub enum Event<'a> {
         todo: usize,
         done: usize,
     },
-    /// A job has its verdict.
+    /// A job has its verdict (run now or reused: see `origin`).
     JobDone {
         phase: Phase,
         job: &'a Job,
         outcome: &'a Outcome,
+        origin: Origin,
+        /// The samples file the job belongs to (`None` for ground truth): with several files
+        /// in one run, each file's journal takes only its own jobs.
+        samples: Option<&'a Path>,
     },
     /// `jobs` got no verdict (infrastructure); they run again after `delay`.
     Retrying {
@@ -89,6 +113,10 @@ pub struct RunReport {
     pub executed: usize,
     /// Jobs taken from the journal of an earlier, interrupted run.
     pub resumed: usize,
+    /// Jobs not executed because the same program of the same task ran in this run.
+    pub deduplicated: usize,
+    /// Jobs not executed because the verdict cache had them.
+    pub cached: usize,
     /// The results file existed and was used as it is.
     pub loaded_existing: bool,
     /// A shard's partial run: its verdicts are in its journal, for `bcb merge`.

@@ -91,6 +91,11 @@ pub fn samples_journal_path(results_path: &Path) -> PathBuf {
 /// The records of `path` if its header carries `key`; none if the file is missing, was made
 /// for other inputs, or is unreadable (a torn last line is skipped).
 pub fn read_journal(path: &Path, key: &str) -> Vec<JournalRecord> {
+    read_records(path, key)
+}
+
+/// [`read_journal`] for journals of another record type (e.g. the verdict cache's).
+pub fn read_records<T: serde::de::DeserializeOwned>(path: &Path, key: &str) -> Vec<T> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };

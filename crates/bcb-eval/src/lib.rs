@@ -3,6 +3,7 @@
 //! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
 
 pub mod cost;
+pub mod dedup;
 pub mod event;
 pub mod flaky;
 pub mod ground_truth;
@@ -14,10 +15,12 @@ mod priors;
 pub mod results;
 pub mod session;
 pub mod shard;
+pub mod verdict_cache;
 
-pub use event::{Event, Phase, RunReport, Sink};
+pub use event::{Event, Origin, Phase, RunReport, Sink};
 pub use ground_truth::{GroundTruth, GtCache};
 pub use plan::{Samples, Settings, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use session::{build_report, GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};
 pub use shard::{find_shards, merge, ShardPlan};
+pub use verdict_cache::VerdictCache;

@@ -1,10 +1,12 @@
-//! The conductor: ground truth first, then the samples, every job through the executor,
-//! every outcome to the sinks as an [`Event`]. Jobs that get no verdict ([`ExecError`]) are
+//! The conductor: ground truth first, then the samples (of one or several files, in one
+//! phase), every job through the executor — each distinct program once with dedup, none that
+//! the verdict cache knows — every outcome to the sinks as an [`Event`]. Jobs that get no verdict ([`ExecError`]) are
 //! retried with backoff; a persistent or fatal error stops the run with the cause and what
 //! to do, and nothing false is recorded.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -13,7 +15,8 @@ use bcb_dataset::Dataset;
 use bcb_execute::{Details, ExecError, Executor, Job, JobId, Outcome, Status};
 use bcb_samples::{eval_results_path, pass_at_k_path};
 
-use crate::event::{Event, Phase, RunReport, Sink};
+use crate::dedup::{Groups, Member};
+use crate::event::{Event, Origin, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
 use crate::passk::mean_pass_at_k;
@@ -23,6 +26,7 @@ use crate::plan::{
 };
 use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
 use crate::shard::ShardPlan;
+use crate::verdict_cache::VerdictCache;
 
 /// How often jobs without a verdict are tried again before the run stops.
 #[derive(Debug, Clone, Copy)]
@@ -80,12 +84,23 @@ pub enum GtMode {
 /// A whole run: the ground truth, then (if given) the samples.
 pub struct Request {
     pub gt: GtMode,
-    pub samples: Option<Samples>,
+    /// Samples files, evaluated together (one ground truth, one executor); each gets its own
+    /// journal and result files. Empty: ground truth only.
+    pub samples: Vec<Samples>,
     pub run: SampleRun,
     /// Workers, for the start-up line.
     pub parallel: usize,
-    /// Run only this shard's tasks, everything kept in its own journal.
+    /// Run only this shard's tasks, everything kept in its own journal (one samples file).
     pub shard: Option<ShardPlan>,
+}
+
+/// How a run avoids executing what it already knows.
+#[derive(Clone, Copy, Default)]
+pub struct Reuse<'a> {
+    /// Jobs of the same task with the same program run once (`--no-dedup` turns it off).
+    pub dedup: bool,
+    /// Verdicts of earlier runs (`--no-cache`: none).
+    pub cache: Option<&'a VerdictCache>,
 }
 
 /// Options of the samples phase.
@@ -105,6 +120,7 @@ pub struct Session<'a> {
     retry: RetryPolicy,
     /// `--rerun-failures N` (see `flaky`).
     reruns: usize,
+    reuse: Reuse<'a>,
     sinks: Mutex<Vec<Box<dyn Sink + 'a>>>,
 }
 
@@ -121,6 +137,7 @@ impl<'a> Session<'a> {
             settings,
             retry: RetryPolicy::default(),
             reruns: 0,
+            reuse: Reuse::default(),
             sinks: Mutex::new(sinks),
         }
     }
@@ -133,6 +150,12 @@ impl<'a> Session<'a> {
     /// Failing jobs run `n` more times to find flaky verdicts (not for shards).
     pub fn with_rerun_failures(mut self, n: usize) -> Self {
         self.reruns = n;
+        self
+    }
+
+    /// Dedup within the run and the verdict cache across runs (both off by default).
+    pub fn with_reuse(mut self, reuse: Reuse<'a>) -> Self {
+        self.reuse = reuse;
         self
     }
 
@@ -151,14 +174,10 @@ impl<'a> Session<'a> {
             .collect()
     }
 
-    /// Runs `request`: ground truth, then the samples if there are any.
-    pub fn run(
-        &self,
-        cache: &GtCache,
-        request: &Request,
-    ) -> Result<Option<RunReport>, SessionError> {
+    /// Runs `request`: ground truth, then the samples if there are any (one report per file).
+    pub fn run(&self, cache: &GtCache, request: &Request) -> Result<Vec<RunReport>, SessionError> {
         self.emit(&Event::RunStarted {
-            action: if request.samples.is_some() {
+            action: if !request.samples.is_empty() {
                 "evaluating"
             } else {
                 "checking"
@@ -188,15 +207,10 @@ impl<'a> Session<'a> {
             GtMode::Use => self.ground_truth_of(cache, false, only)?,
             GtMode::Recheck => self.ground_truth_of(cache, true, only)?,
         };
-        match &request.samples {
-            Some(samples) => Ok(Some(self.evaluate_in(
-                samples,
-                &gt,
-                &request.run,
-                request.shard.as_ref(),
-            )?)),
-            None => Ok(None),
+        if request.samples.is_empty() {
+            return Ok(Vec::new());
         }
+        self.evaluate_all(&request.samples, &gt, &request.run, request.shard.as_ref())
     }
 
     /// The ground truth of the dataset's tasks: cached entries, plus the canonical solutions
@@ -235,7 +249,7 @@ impl<'a> Session<'a> {
         if jobs.is_empty() {
             tracing::info!("ground truth loaded from {}", cache.path.display());
         }
-        for (id, outcome) in self.run_phase(Phase::GroundTruth, jobs, done)? {
+        for (id, outcome) in self.run_phase(Phase::GroundTruth, jobs, done, None)? {
             gt.insert(&id.task_id, outcome);
         }
         self.emit(&Event::GroundTruthReady {
@@ -263,26 +277,34 @@ impl<'a> Session<'a> {
         gt: &GroundTruth,
         opts: &SampleRun,
     ) -> Result<RunReport, SessionError> {
-        self.evaluate_in(samples, gt, opts, None)
+        let mut reports = self.evaluate_all(std::slice::from_ref(samples), gt, opts, None)?;
+        Ok(reports.pop().expect("one report per file"))
     }
 
-    fn evaluate_in(
+    /// Every file's samples in one samples phase: resumed from each file's journal, refused
+    /// by the tamper scan, taken from the verdict cache, or executed — each distinct (task,
+    /// program) once when deduplicating — then one report per file, in the given order.
+    fn evaluate_all(
         &self,
-        samples: &Samples,
+        files: &[Samples],
         gt: &GroundTruth,
         opts: &SampleRun,
         shard: Option<&ShardPlan>,
-    ) -> Result<RunReport, SessionError> {
-        let results_path = eval_results_path(&samples.path);
-        let loaded_existing = shard.is_none() && results_path.is_file() && !opts.force;
-        let (mut executed, mut resumed) = (0, 0);
-        let mut flaky = crate::flaky::Flaky::default();
-        let results = if loaded_existing {
-            self.emit(&Event::ResultsLoaded {
-                path: &results_path,
-            })?;
-            EvalResults::load(&results_path)?
-        } else {
+    ) -> Result<Vec<RunReport>, SessionError> {
+        let mut state: Vec<FileRun> = Vec::with_capacity(files.len());
+        let mut work = Vec::new();
+        let mut refused = Vec::new();
+        for (file, samples) in files.iter().enumerate() {
+            let results_path = eval_results_path(&samples.path);
+            let mut run = FileRun::default();
+            if shard.is_none() && results_path.is_file() && !opts.force {
+                self.emit(&Event::ResultsLoaded {
+                    path: &results_path,
+                })?;
+                run.loaded = Some(EvalResults::load(&results_path)?);
+                state.push(run);
+                continue;
+            }
             let (journal, key) = match shard {
                 Some(s) => (s.journal.clone(), s.header.key.clone()),
                 None => (
@@ -290,6 +312,7 @@ impl<'a> Session<'a> {
                     samples_journal_key(samples, self.settings),
                 ),
             };
+            run.key = key.clone();
             let mine = |id: &JobId| shard.is_none_or(|s| s.tasks.contains(&id.task_id));
             let planned: HashSet<&JobId> = samples
                 .programs
@@ -297,87 +320,183 @@ impl<'a> Session<'a> {
                 .map(|p| &p.id)
                 .filter(|id| mine(id))
                 .collect();
-            let mut done: HashMap<JobId, Outcome> = read_journal(&journal, &key)
+            run.done = read_journal(&journal, &key)
                 .into_iter()
                 .filter(|r| planned.contains(&r.id))
                 .map(|r| (r.id, r.outcome))
                 .collect();
-            resumed = done.len();
+            run.resumed = run.done.len();
             let todo = samples
                 .programs
                 .iter()
-                .filter(|p| !done.contains_key(&p.id));
-            let mut jobs = sample_jobs(self.dataset, todo, self.settings, gt);
-            // Samples the tamper scan refuses get their verdict without running.
-            let mut refused = Vec::new();
-            jobs.retain(
-                |job| match tamper_refusal(self.dataset, job, self.settings.tamper) {
+                .filter(|p| mine(&p.id) && !run.done.contains_key(&p.id));
+            for job in sample_jobs(self.dataset, todo, self.settings, gt) {
+                // Samples the tamper scan refuses get their verdict without running.
+                match tamper_refusal(self.dataset, &job, self.settings.tamper) {
                     Some(text) => {
-                        refused.push((job.clone(), Outcome::new(Status::Fail, Details::all(text))));
-                        false
+                        refused.push((file, job, Outcome::new(Status::Fail, Details::all(text))))
                     }
-                    None => true,
-                },
-            );
-            executed = jobs.len();
-            for (job, outcome) in &refused {
+                    None => work.push(Member { file, job }),
+                }
+            }
+            state.push(run);
+        }
+        if state.iter().any(|r| r.loaded.is_none()) {
+            let path = |file: usize| Some(files[file].path.as_path());
+            let groups = Groups::new(work, self.reuse.dedup);
+            let resumed: usize = state.iter().map(|r| r.resumed).sum();
+            self.emit(&Event::PhaseStarted {
+                phase: Phase::Samples,
+                todo: refused.len() + groups.len(),
+                done: resumed,
+            })?;
+            for (file, job, outcome) in refused {
                 self.emit(&Event::JobDone {
                     phase: Phase::Samples,
-                    job,
-                    outcome,
+                    job: &job,
+                    outcome: &outcome,
+                    origin: Origin::Refused,
+                    samples: path(file),
                 })?;
+                state[file].done.insert(job.id, outcome);
             }
-            done.extend(refused.into_iter().map(|(job, o)| (job.id, o)));
-            done.extend(self.run_phase(Phase::Samples, jobs, resumed)?);
-            if shard.is_none() {
-                flaky = crate::flaky::Reruns {
+            // Members of an execution get its verdict, each under its own id.
+            let hand_out = |rep: &JobId, outcome: &Outcome, first: Origin| -> anyhow::Result<()> {
+                for (i, m) in groups.members(rep).iter().enumerate() {
+                    let origin = if i == 0 { first } else { Origin::Duplicate };
+                    self.emit(&Event::JobDone {
+                        phase: Phase::Samples,
+                        job: &m.job,
+                        outcome,
+                        origin,
+                        samples: path(m.file),
+                    })?;
+                }
+                Ok(())
+            };
+            let mut to_run = Vec::new();
+            let mut known = Vec::new();
+            for job in &groups.runs {
+                match self.reuse.cache.and_then(|c| c.get(job)) {
+                    Some(outcome) => {
+                        hand_out(&job.id, outcome, Origin::Cached)?;
+                        known.push((job.id.clone(), outcome.clone(), Origin::Cached));
+                    }
+                    None => to_run.push(job.clone()),
+                }
+            }
+            crate::plan::longest_first(&mut to_run);
+            let fresh = self.run_jobs(Phase::Samples, to_run, &|job, outcome| {
+                hand_out(&job.id, outcome, Origin::Executed)
+            })?;
+            known.extend(fresh.into_iter().map(|(id, o)| (id, o, Origin::Executed)));
+            for (rep, outcome, first) in known {
+                for (i, m) in groups.members(&rep).iter().enumerate() {
+                    let run = &mut state[m.file];
+                    match (i, first) {
+                        (0, Origin::Executed) => run.executed += 1,
+                        (0, _) => run.cached += 1,
+                        _ => run.deduplicated += 1,
+                    }
+                    run.done.insert(m.job.id.clone(), outcome.clone());
+                }
+            }
+            self.emit(&Event::PhaseFinished {
+                phase: Phase::Samples,
+            })?;
+        }
+        // Reruns of every file first, so each verdict is final when the first report is out
+        // (the verdict cache writes then, leaving out programs whose status changed).
+        let mut flaky = Vec::with_capacity(files.len());
+        for (samples, run) in files.iter().zip(&state) {
+            if run.loaded.is_some() || shard.is_some() {
+                flaky.push(crate::flaky::Flaky::default());
+                continue;
+            }
+            let path = Some(samples.path.as_path());
+            flaky.push(
+                crate::flaky::Reruns {
                     dataset: self.dataset,
                     settings: self.settings,
                     samples,
                     gt,
-                    first: &done,
+                    first: &run.done,
                     attempts: self.reruns,
-                    journal: &crate::flaky::rerun_journal_path(&results_path),
-                    key: &key,
+                    journal: &crate::flaky::rerun_journal_path(&eval_results_path(&samples.path)),
+                    key: &run.key,
                 }
-                .run(&|jobs, before| self.run_phase(Phase::Rerun, jobs, before))?;
-            }
-            let mut results = assemble(self.dataset, samples, &done);
-            crate::flaky::mark(&mut results, samples, &flaky.samples);
-            results
-        };
-        let mut report = build_report(
-            self.dataset,
-            self.settings.split.as_str(),
-            self.settings.calibrated,
-            samples,
-            gt,
-            results,
-            opts,
-        );
-        report.executed = executed;
-        report.resumed = resumed;
-        report.loaded_existing = loaded_existing;
-        report.shard = shard.map(|s| s.shard.tag());
-        report.flaky_ground_truth = flaky.ground_truth;
-        self.emit(&Event::Finished(&report))?;
-        Ok(report)
+                .run(&|jobs, before| self.run_phase(Phase::Rerun, jobs, before, path))?,
+            );
+        }
+        let mut reports = Vec::with_capacity(files.len());
+        for ((samples, run), flaky) in files.iter().zip(state).zip(flaky) {
+            let loaded_existing = run.loaded.is_some();
+            let results = match run.loaded {
+                Some(r) => r,
+                None => {
+                    let mut results = assemble(self.dataset, samples, &run.done);
+                    crate::flaky::mark(&mut results, samples, &flaky.samples);
+                    results
+                }
+            };
+            let mut report = build_report(
+                self.dataset,
+                self.settings.split.as_str(),
+                self.settings.calibrated,
+                samples,
+                gt,
+                results,
+                opts,
+            );
+            report.executed = run.executed;
+            report.resumed = run.resumed;
+            report.deduplicated = run.deduplicated;
+            report.cached = run.cached;
+            report.loaded_existing = loaded_existing;
+            report.shard = shard.map(|s| s.shard.tag());
+            report.flaky_ground_truth = flaky.ground_truth;
+            self.emit(&Event::Finished(&report))?;
+            reports.push(report);
+        }
+        Ok(reports)
     }
 
-    /// Runs `jobs` to a verdict each, retrying those that got an [`ExecError`]; returns the
-    /// new outcomes. Stops (with what finished already handed to the sinks) on a fatal
-    /// error, a sink error, or when retries are exhausted.
+    /// A phase of `jobs` executed as they are (the ground truth): announced, run to a verdict
+    /// each, finished; returns the new outcomes.
     fn run_phase(
         &self,
         phase: Phase,
         jobs: Vec<Job>,
         done_before: usize,
+        samples: Option<&Path>,
     ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
         self.emit(&Event::PhaseStarted {
             phase,
             todo: jobs.len(),
             done: done_before,
         })?;
+        let fresh = self.run_jobs(phase, jobs, &|job, outcome| {
+            self.emit(&Event::JobDone {
+                phase,
+                job,
+                outcome,
+                origin: Origin::Executed,
+                samples,
+            })
+        })?;
+        self.emit(&Event::PhaseFinished { phase })?;
+        Ok(fresh)
+    }
+
+    /// Runs `jobs` to a verdict each, retrying those that got an [`ExecError`]; `verdict` is
+    /// told each verdict as it arrives; returns the new outcomes. Stops (with what finished
+    /// already handed on) on a fatal error, a sink error, or when retries are exhausted.
+    fn run_jobs(
+        &self,
+        phase: Phase,
+        jobs: Vec<Job>,
+        verdict: &OnVerdict,
+    ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
         let mut fresh = Vec::with_capacity(jobs.len());
         let mut pending = jobs;
         let mut delays = ExponentialBuilder::default()
@@ -387,7 +506,7 @@ impl<'a> Session<'a> {
             .build();
         let mut attempt = 1;
         while !pending.is_empty() {
-            let pass = self.run_pass(phase, pending)?;
+            let pass = self.run_pass(pending, verdict)?;
             fresh.extend(pass.outcomes);
             if pass.retry.is_empty() {
                 break;
@@ -424,12 +543,11 @@ impl<'a> Session<'a> {
             attempt += 1;
             pending = pass.retry;
         }
-        self.emit(&Event::PhaseFinished { phase })?;
         Ok(fresh)
     }
 
     /// One pass of `jobs` through the executor.
-    fn run_pass(&self, phase: Phase, jobs: Vec<Job>) -> Result<Pass, SessionError> {
+    fn run_pass(&self, jobs: Vec<Job>, verdict: &OnVerdict) -> Result<Pass, SessionError> {
         // Consecutive errors with no verdict in between: the executor is broken, not a job.
         let breaker = (2 * jobs.len().min(8)).max(4);
         let state = Mutex::new(PassState::default());
@@ -441,11 +559,7 @@ impl<'a> Session<'a> {
             match result {
                 Ok(outcome) => {
                     st.consecutive_errors = 0;
-                    let emitted = self.emit(&Event::JobDone {
-                        phase,
-                        job: &job,
-                        outcome: &outcome,
-                    });
+                    let emitted = verdict(&job, &outcome);
                     st.outcomes.push((job.id, outcome));
                     if let Err(e) = emitted {
                         st.sink_error.get_or_insert(e);
@@ -574,10 +688,29 @@ pub fn build_report(
         results,
         executed: 0,
         resumed: 0,
+        deduplicated: 0,
+        cached: 0,
         loaded_existing: false,
         shard: None,
         flaky_ground_truth: Vec::new(),
     }
+}
+
+/// Told each verdict as the executor reports it; an error stops the run.
+type OnVerdict<'f> = dyn Fn(&Job, &Outcome) -> anyhow::Result<()> + Sync + 'f;
+
+/// One samples file's part of a run.
+#[derive(Default)]
+struct FileRun {
+    /// The results file existed and is used as it is.
+    loaded: Option<EvalResults>,
+    done: HashMap<JobId, Outcome>,
+    /// The key its journals carry.
+    key: String,
+    resumed: usize,
+    executed: usize,
+    deduplicated: usize,
+    cached: usize,
 }
 
 #[derive(Default)]

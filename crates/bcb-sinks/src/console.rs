@@ -77,8 +77,12 @@ impl Sink for ConsoleSummary {
                 let tag = report.shard.expect("guarded");
                 writeln!(
                     self.out,
-                    "shard {}/{} done: {} run now, {} resumed",
-                    tag.index, tag.count, report.executed, report.resumed
+                    "shard {}/{} done: {} run now, {} resumed{}",
+                    tag.index,
+                    tag.count,
+                    report.executed,
+                    report.resumed,
+                    saved(report)
                 )?;
                 writeln!(
                     self.out,
@@ -113,6 +117,15 @@ impl Sink for ConsoleSummary {
                         report.flaky_ground_truth.join(", ")
                     )?;
                 }
+                if !report.loaded_existing {
+                    writeln!(
+                        self.out,
+                        "executions: {} run, {} resumed{}",
+                        report.executed,
+                        report.resumed,
+                        saved(report)
+                    )?;
+                }
                 writeln!(self.out, "results: {}", report.results_path.display())?;
                 if self.save_pass_rate {
                     writeln!(self.out, "pass@k:  {}", report.pass_at_k_path.display())?;
@@ -123,6 +136,17 @@ impl Sink for ConsoleSummary {
         self.out.flush()?;
         Ok(())
     }
+}
+
+/// `, 12 saved by dedup, 30 by the verdict cache` (empty when nothing was saved).
+fn saved(report: &bcb_eval::RunReport) -> String {
+    if report.deduplicated + report.cached == 0 {
+        return String::new();
+    }
+    format!(
+        ", {} saved by dedup, {} by the verdict cache",
+        report.deduplicated, report.cached
+    )
 }
 
 fn capitalize(s: &str) -> String {

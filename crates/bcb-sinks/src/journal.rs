@@ -15,6 +15,8 @@ pub struct JournalSink {
     phases: Vec<Phase>,
     /// Delete the journal when the run is finished (its content is in the result files).
     drop_when_finished: bool,
+    /// Only jobs (and the end) of this samples file, when a run has several.
+    samples: Option<PathBuf>,
     /// Opened when the phase starts, not before: the session may rewrite the file first.
     file: Option<JsonlAppender>,
 }
@@ -31,7 +33,22 @@ impl JournalSink {
             header,
             phases: phases.to_vec(),
             drop_when_finished,
+            samples: None,
             file: None,
+        }
+    }
+
+    /// Records only the jobs of `samples` (a run of several files has one journal each).
+    pub fn for_samples(mut self, samples: &Path) -> Self {
+        self.samples = Some(samples.to_path_buf());
+        self
+    }
+
+    fn mine(&self, samples: Option<&Path>) -> bool {
+        match (&self.samples, samples) {
+            (Some(own), Some(theirs)) => own == theirs,
+            (Some(_), None) => false,
+            (None, _) => true,
         }
     }
 
@@ -64,7 +81,9 @@ impl Sink for JournalSink {
                 phase,
                 job,
                 outcome,
-            } if self.phases.contains(phase) => {
+                samples,
+                ..
+            } if self.phases.contains(phase) && self.mine(*samples) => {
                 let file = match self.file.as_mut() {
                     Some(f) => f,
                     None => {
@@ -79,7 +98,11 @@ impl Sink for JournalSink {
                 file.append(&record)
                     .with_context(|| format!("cannot write journal {}", self.path.display()))?;
             }
-            Event::Finished(report) if self.drop_when_finished && !report.loaded_existing => {
+            Event::Finished(report)
+                if self.drop_when_finished
+                    && !report.loaded_existing
+                    && self.mine(Some(&report.samples_path)) =>
+            {
                 self.file = None;
                 std::fs::remove_file(&self.path).ok();
             }

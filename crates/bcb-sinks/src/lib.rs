@@ -9,6 +9,7 @@ mod files;
 mod gt_summary;
 mod journal;
 mod progress;
+mod verdict_cache;
 
 use std::path::Path;
 
@@ -17,6 +18,7 @@ pub use files::{backup, EvalResultsFile, PassAtKFile};
 pub use gt_summary::GtSummaryFile;
 pub use journal::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
+pub use verdict_cache::VerdictCacheSink;
 
 use bcb_eval::flaky::rerun_journal_path;
 use bcb_eval::journal::{samples_journal_path, JournalHeader};
@@ -25,8 +27,8 @@ use bcb_eval::{GtCache, Phase, Sink};
 /// What the standard set of sinks of `bcb evaluate` should do.
 pub struct StandardSinks<'a> {
     pub gt_cache: Option<&'a GtCache>,
-    /// The samples file (absent for `--check-gt-only`) and its journal key.
-    pub samples: Option<(&'a Path, String)>,
+    /// The samples files (none for `--check-gt-only`), each with its journal key.
+    pub samples: Vec<(&'a Path, String)>,
     pub progress: ProgressMode,
     /// Write `*_pass_at_k.json` (upstream `--save_pass_rate`).
     pub save_pass_rate: bool,
@@ -60,26 +62,26 @@ pub fn standard(s: StandardSinks) -> Vec<Box<dyn Sink>> {
         )));
     }
     sinks.push(Box::new(ProgressSink::new(s.progress)));
-    if let Some((samples, key)) = &s.samples {
+    if !s.samples.is_empty() {
+        // Each writes the files of every finished report (one per samples file).
         sinks.push(Box::new(EvalResultsFile::new(s.force)));
         if s.save_pass_rate {
             sinks.push(Box::new(PassAtKFile));
         }
+    }
+    for (samples, key) in &s.samples {
         let results = bcb_samples::eval_results_path(samples);
-        // Last: they drop the journals once the result files above exist. The reruns
-        // journal is only created when `--rerun-failures` runs something.
-        sinks.push(Box::new(JournalSink::new(
-            &samples_journal_path(&results),
-            JournalHeader::new(key),
-            &[Phase::Samples],
-            true,
-        )));
-        sinks.push(Box::new(JournalSink::new(
-            &rerun_journal_path(&results),
-            JournalHeader::new(key),
-            &[Phase::Rerun],
-            true,
-        )));
+        // After the file writers: they drop the journals once the result files above exist.
+        // The reruns journal is only created when `--rerun-failures` runs something.
+        for (journal, phase) in [
+            (samples_journal_path(&results), Phase::Samples),
+            (rerun_journal_path(&results), Phase::Rerun),
+        ] {
+            sinks.push(Box::new(
+                JournalSink::new(&journal, JournalHeader::new(key), &[phase], true)
+                    .for_samples(samples),
+            ));
+        }
     }
     if let Some(console) = s.console {
         sinks.push(Box::new(console));

@@ -36,6 +36,9 @@ struct Counts {
     passed: u64,
     failed: u64,
     timeouts: u64,
+    /// Verdicts reused instead of executed (dedup within the run, the verdict cache).
+    deduplicated: u64,
+    cached: u64,
     started: Option<Instant>,
     /// What the jobs cost: sums of test, job-wall and CPU time, and the longest job.
     test_secs: f64,
@@ -57,8 +60,16 @@ impl Counts {
         } else {
             String::new()
         };
+        let saved = if self.deduplicated + self.cached > 0 {
+            format!(
+                ", {} saved by dedup, {} cached",
+                self.deduplicated, self.cached
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{}: {}/{} done ({:.1}/s{eta}), {} pass, {} fail, {} timeout, {} elapsed",
+            "{}: {}/{} done ({:.1}/s{eta}), {} pass, {} fail, {} timeout{saved}, {} elapsed",
             self.label,
             self.done,
             self.todo,
@@ -211,18 +222,28 @@ impl Sink for ProgressSink {
                 protections.join(", ")
             )),
             Event::PhaseStarted { phase, todo, done } => self.start(*phase, *todo, *done),
-            Event::JobDone { outcome, .. } => {
+            Event::JobDone {
+                outcome, origin, ..
+            } => {
                 let mut c = self.counts.lock().unwrap();
                 c.done += 1;
+                match origin {
+                    bcb_eval::Origin::Duplicate => c.deduplicated += 1,
+                    bcb_eval::Origin::Cached => c.cached += 1,
+                    _ => {}
+                }
                 match outcome.status {
                     bcb_execute::Status::Pass => c.passed += 1,
                     bcb_execute::Status::Fail => c.failed += 1,
                     bcb_execute::Status::Timeout => c.timeouts += 1,
                 }
-                c.test_secs += outcome.test_secs.unwrap_or(0.0);
-                c.wall_secs += outcome.wall_secs;
-                c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
-                c.longest = c.longest.max(outcome.wall_secs);
+                // The cost line counts real executions only.
+                if *origin == bcb_eval::Origin::Executed {
+                    c.test_secs += outcome.test_secs.unwrap_or(0.0);
+                    c.wall_secs += outcome.wall_secs;
+                    c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
+                    c.longest = c.longest.max(outcome.wall_secs);
+                }
                 if let Some(bar) = &self.bar {
                     bar.set_message(format!(
                         "pass {:.1}%",

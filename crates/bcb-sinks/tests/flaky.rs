@@ -95,10 +95,10 @@ fn evaluate(
     let gt_cache = GtCache::new(dir, ds, &settings);
     let sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: Some(&gt_cache),
-        samples: Some((
+        samples: vec![(
             samples.path.as_path(),
             samples_journal_key(&samples, &settings),
-        )),
+        )],
         progress: ProgressMode::Off,
         save_pass_rate: true,
         force: false,

@@ -97,10 +97,10 @@ impl Run<'_> {
         let gt_cache = GtCache::new(self.cache, self.ds, &self.settings);
         let sinks = bcb_sinks::standard(StandardSinks {
             gt_cache: Some(&gt_cache),
-            samples: Some((
+            samples: vec![(
                 samples.path.as_path(),
                 samples_journal_key(&samples, &self.settings),
-            )),
+            )],
             progress: ProgressMode::Off,
             save_pass_rate: self.save_pass_rate,
             force: self.force,
@@ -129,7 +129,7 @@ impl Run<'_> {
 fn gt_sinks(cache: &GtCache) -> Vec<Box<dyn bcb_eval::Sink>> {
     bcb_sinks::standard(StandardSinks {
         gt_cache: Some(cache),
-        samples: None,
+        samples: Vec::new(),
         progress: ProgressMode::Off,
         save_pass_rate: true,
         force: false,
@@ -467,7 +467,7 @@ fn gt_shard(
     let plan = bcb_eval::ShardPlan::ground_truth(ds, s, shard, cache);
     let sinks = bcb_sinks::standard(StandardSinks {
         gt_cache: Some(cache),
-        samples: None,
+        samples: Vec::new(),
         progress: ProgressMode::Off,
         save_pass_rate: true,
         force: false,
@@ -476,7 +476,7 @@ fn gt_shard(
     });
     let request = bcb_eval::Request {
         gt: bcb_eval::GtMode::Recheck,
-        samples: None,
+        samples: Vec::new(),
         run: SampleRun {
             pass_k: vec![1],
             no_gt: false,

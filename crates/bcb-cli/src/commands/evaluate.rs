@@ -9,12 +9,14 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use bcb_dataset::{Split, Subset};
 use bcb_eval::plan::samples_journal_key;
+use bcb_eval::session::Reuse;
 use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
+    VerdictCache,
 };
 use bcb_execute::local::env as pyenv;
 use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
-use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks};
+use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks, VerdictCacheSink};
 use clap::builder::BoolishValueParser;
 
 use crate::common::DatasetArgs;
@@ -32,9 +34,11 @@ pub struct Args {
     pub split: Split,
     #[command(flatten)]
     pub dataset: DatasetArgs,
-    /// Samples: a JSONL file of {task_id, solution|completion} or a directory {task}/{k}.py.
-    #[arg(long)]
-    pub samples: Option<PathBuf>,
+    /// Samples: JSONL files of {task_id, solution|completion}, a directory {task}/{k}.py, or a
+    /// directory of samples files. Several files run together: one ground truth, one pool,
+    /// each file its own result files.
+    #[arg(long, num_args = 1..)]
+    pub samples: Vec<PathBuf>,
     /// Where to execute: `local` (this machine), `gradio` (an evaluator Space, see
     /// --gradio-endpoint) or `e2b` (a sandbox, see --e2b-endpoint). Never falls back to local.
     #[arg(long, default_value = "local")]
@@ -131,6 +135,16 @@ pub struct Args {
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
+    /// Execute every sample, even one whose task and program another sample has already
+    /// (by default such duplicates run once and share the verdict).
+    #[arg(long)]
+    pub no_dedup: bool,
+    /// Neither use nor fill the verdict cache of earlier runs (`bcb cache stats`).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Size bound of the verdict cache in MB; the least recently used runs' verdicts go first.
+    #[arg(long, default_value_t = bcb_eval::verdict_cache::DEFAULT_MAX_MB)]
+    pub cache_max_mb: u64,
     /// Python interpreter of the evaluation environment.
     #[arg(long, env = EnvVars::BCB_PYTHON)]
     pub python: Option<PathBuf>,
@@ -169,30 +183,101 @@ fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
     Some((subset, split.parse().ok()?))
 }
 
-impl Args {
-    /// No silent mislabelling: split and subset come from the samples file's name when it
-    /// follows the original's naming; a typed flag that contradicts the name is an error.
-    fn reconcile_labels(&mut self) -> anyhow::Result<()> {
-        let Some(path) = self.samples.clone() else {
-            return Ok(());
-        };
-        let Some((subset, split)) = labels_from_name(&path) else {
-            // The original requires both; guessing would write a wrong `split` silently.
-            let missing: Vec<&str> = [
-                ("--split", self.split_typed),
-                ("--subset", self.subset_typed),
-            ]
-            .into_iter()
-            .filter_map(|(flag, typed)| (!typed).then_some(flag))
+/// `--samples` as files: a directory that holds samples files (and no `{task}/{k}.py`
+/// task directories) stands for those files, in name order; anything else is itself.
+fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
-            if !missing.is_empty() {
-                bail!(
-                    "{}: the name does not say which split and subset the samples answer, and {} {} not given\nhint: add --split complete|instruct --subset full|hard, or name the file as the original does (`…--bigcodebench-[hard-]{{complete|instruct}}--…`)",
-                    path.display(),
-                    missing.join(" and "),
-                    if missing.len() == 1 { "was" } else { "were" }
-                );
+        let task_dirs = entries.iter().any(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("BigCodeBench_"))
+        });
+        let mut files: Vec<PathBuf> = entries
+            .into_iter()
+            .filter(|p| p.is_file() && is_samples_file_name(p))
+            .collect();
+        if task_dirs || files.is_empty() {
+            out.push(path.clone());
+            continue;
+        }
+        files.sort();
+        out.extend(files);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = out
+        .iter()
+        .find(|p| !seen.insert(p.canonicalize().unwrap_or((*p).clone())))
+    {
+        bail!(
+            "--samples: {} is given twice\nhint: name each samples file once",
+            dup.display()
+        );
+    }
+    Ok(out)
+}
+
+/// A samples file's name, not one of bcb's own files beside it (journals, result files).
+fn is_samples_file_name(path: &std::path::Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with(".jsonl")
+        && !name.ends_with(".partial.jsonl")
+        && !name.contains("_eval_results.json")
+        && !name.contains(".shard-")
+}
+
+impl Args {
+    /// No silent mislabelling: split and subset come from the samples files' names when they
+    /// follow the original's naming; a typed flag that contradicts a name is an error, and so
+    /// are files named for different splits or subsets (one run has one dataset and split).
+    fn reconcile_labels(&mut self) -> anyhow::Result<()> {
+        if self.samples.is_empty() {
+            return Ok(());
+        }
+        let mut named: Option<(&std::path::Path, Subset, Split)> = None;
+        for path in &self.samples {
+            let Some((subset, split)) = labels_from_name(path) else {
+                // The original requires both; guessing would write a wrong `split` silently.
+                let missing: Vec<&str> = [
+                    ("--split", self.split_typed),
+                    ("--subset", self.subset_typed),
+                ]
+                .into_iter()
+                .filter_map(|(flag, typed)| (!typed).then_some(flag))
+                .collect();
+                if !missing.is_empty() {
+                    bail!(
+                        "{}: the name does not say which split and subset the samples answer, and {} {} not given\nhint: add --split complete|instruct --subset full|hard, or name the file as the original does (`…--bigcodebench-[hard-]{{complete|instruct}}--…`)",
+                        path.display(),
+                        missing.join(" and "),
+                        if missing.len() == 1 { "was" } else { "were" }
+                    );
+                }
+                continue;
+            };
+            if let Some((first, s0, p0)) = named {
+                if (s0, p0) != (subset, split) {
+                    bail!(
+                        "{} is named for {subset}-{} but {} for {s0}-{}: one run evaluates one subset and split\nhint: evaluate them in separate runs",
+                        path.display(),
+                        split.as_str(),
+                        first.display(),
+                        p0.as_str()
+                    );
+                }
+            } else {
+                named = Some((path, subset, split));
             }
+        }
+        let Some((path, subset, split)) = named else {
             return Ok(());
         };
         if self.split_typed && self.split != split {
@@ -251,37 +336,42 @@ impl Args {
         }
     }
 
-    /// The samples to evaluate: `--samples`, or generated first with `--model` (as the
-    /// original does, for the selected tasks only); checked before anything runs.
-    fn samples(
-        &self,
-        ds: &bcb_dataset::Dataset,
-        calibrated: bool,
-    ) -> anyhow::Result<Option<Samples>> {
+    /// The samples to evaluate: `--samples` (each file), or generated first with `--model`
+    /// (as the original does, for the selected tasks only); checked before anything runs.
+    fn samples(&self, ds: &bcb_dataset::Dataset, calibrated: bool) -> anyhow::Result<Vec<Samples>> {
         if self.check_gt_only {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        let path = match (&self.samples, &self.generation.model) {
-            (Some(path), _) if path.is_file() && !path.to_string_lossy().ends_with(".jsonl") => {
-                bail!("samples file {} must end in .jsonl (or be a directory)", path.display())
-            }
-            (Some(path), _) => path.clone(),
-            (None, Some(_)) => {
+        let paths = match (self.samples.is_empty(), &self.generation.model) {
+            (false, _) => self.samples.clone(),
+            (true, Some(_)) => {
                 let opts = self.generation.options(self.split, ds.subset)?;
                 let reporter = self.generation.reporter(self.progress_interval)?;
                 let path = bcb_generate::generate_samples_with(&opts, ds, reporter)?;
                 eprintln!("samples: {}", path.display());
-                path
+                vec![path]
             }
             // A shard without samples checks its share of the ground truth (a cluster job).
-            (None, None) if self.shard.is_some() => return Ok(None),
-            (None, None) => bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)"),
+            (true, None) if self.shard.is_some() => return Ok(Vec::new()),
+            (true, None) => bail!("--samples is required (or --model to generate them first, or --check-gt-only to check the ground truth)"),
         };
-        Ok(Some(Samples::read(ds, &path, calibrated)?))
+        paths
+            .iter()
+            .map(|path| {
+                if path.is_file() && !path.to_string_lossy().ends_with(".jsonl") {
+                    bail!(
+                        "samples file {} must end in .jsonl (or be a directory)",
+                        path.display()
+                    )
+                }
+                Samples::read(ds, path, calibrated)
+            })
+            .collect()
     }
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
     if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
         bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
@@ -307,7 +397,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let samples = args.samples(&ds, calibrated)?;
     if args.no_execute {
-        if let Some(s) = &samples {
+        for s in &samples {
             println!("{}", s.path.display());
         }
         return Ok(ExitCode::SUCCESS);
@@ -331,19 +421,34 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .build(config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
-    let shard = match (args.shard()?, &samples) {
-        (Some(shard), Some(s)) => Some(ShardPlan::new(&ds, s, &settings, shard)),
-        (Some(shard), None) => Some(ShardPlan::ground_truth(&ds, &settings, shard, &gt_cache)),
+    let shard = match (args.shard()?, samples.as_slice()) {
+        (Some(shard), [s]) => Some(ShardPlan::new(&ds, s, &settings, shard)),
+        (Some(shard), []) => Some(ShardPlan::ground_truth(&ds, &settings, shard, &gt_cache)),
+        (Some(_), more) => bail!(
+            "--shard takes one samples file, {} were given\nhint: run the shards of each file separately (`bcb merge` joins one file's shards)",
+            more.len()
+        ),
         (None, _) => None,
     };
     if args.no_gt && shard.as_ref().is_some_and(ShardPlan::is_ground_truth_only) {
         bail!("--shard without --samples checks ground truth, which --no-gt skips\nhint: drop --no-gt, or pass --samples");
     }
-    let mut sinks = bcb_sinks::standard(StandardSinks {
+    // Protections in force are part of the cache key: a sandbox that allows more may give
+    // another verdict.
+    let verdict_cache = (!args.no_cache && !samples.is_empty()).then(|| {
+        VerdictCache::open(
+            &bcb_dataset::cache_dir(),
+            &settings,
+            &executor.protections().join(","),
+            args.cache_max_mb.saturating_mul(1024 * 1024),
+        )
+    });
+    let mut sinks: Vec<Box<dyn bcb_eval::Sink>> = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
-            .as_ref()
-            .map(|s| (s.path.as_path(), samples_journal_key(s, &settings))),
+            .iter()
+            .map(|s| (s.path.as_path(), samples_journal_key(s, &settings)))
+            .collect(),
         progress: args.progress(),
         save_pass_rate,
         force: args.force,
@@ -359,6 +464,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     });
     if let Some(path) = &args.gt_summary {
         sinks.push(Box::new(bcb_sinks::GtSummaryFile::new(path)));
+    }
+    if let Some(cache) = &verdict_cache {
+        sinks.push(Box::new(VerdictCacheSink::new(cache)));
     }
     let request = Request {
         gt: args.gt_mode(),
@@ -378,6 +486,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     Session::new(&ds, executor.as_ref(), &settings, sinks)
         .with_retry(retry)
         .with_rerun_failures(args.rerun_failures)
+        .with_reuse(Reuse {
+            dedup: !args.no_dedup,
+            cache: verdict_cache.as_ref(),
+        })
         .run(&gt_cache, &request)?;
     if let Some(plan) = request.shard.as_ref().filter(|s| s.is_ground_truth_only()) {
         let tag = plan.shard.tag();
@@ -412,6 +524,37 @@ mod tests {
         a.split_typed = split.is_some();
         a.subset_typed = subset.is_some();
         a
+    }
+
+    #[test]
+    fn a_directory_of_samples_files_is_those_files_and_the_upstream_layout_is_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweeps = dir.path().join("sweeps");
+        std::fs::create_dir(&sweeps).unwrap();
+        for name in [
+            "b.jsonl",
+            "a.jsonl",
+            "a.jsonl.gz",
+            "a_eval_results.json",
+            "b_eval_results.json.partial.jsonl",
+            "b_eval_results.json.shard-1-of-2.jsonl",
+            "c.jsonl.partial.jsonl",
+            "notes.txt",
+        ] {
+            std::fs::write(sweeps.join(name), "").unwrap();
+        }
+        assert_eq!(
+            expand_samples(std::slice::from_ref(&sweeps)).unwrap(),
+            [sweeps.join("a.jsonl"), sweeps.join("b.jsonl")]
+        );
+        let upstream = dir.path().join("upstream");
+        std::fs::create_dir_all(upstream.join("BigCodeBench_0")).unwrap();
+        std::fs::write(upstream.join("stray.jsonl"), "").unwrap();
+        let given = [upstream];
+        assert_eq!(expand_samples(&given).unwrap(), given);
+        let twice = [sweeps.join("b.jsonl"), sweeps.clone()];
+        let err = expand_samples(&twice).unwrap_err().to_string();
+        assert!(err.contains("is given twice"), "{err}");
     }
 
     #[test]

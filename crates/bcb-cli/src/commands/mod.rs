@@ -1,3 +1,4 @@
+pub mod cache;
 pub mod compare;
 pub mod dataset;
 pub mod env;

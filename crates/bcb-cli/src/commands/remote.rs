@@ -89,7 +89,10 @@ pub fn run(args: &Args, backend: Backend) -> anyhow::Result<ExitCode> {
 }
 
 fn request(args: &Args) -> anyhow::Result<RemoteRequest> {
-    let samples = match (&args.samples, args.check_gt_only) {
+    if args.samples.len() > 1 {
+        bail!("--samples: a remote evaluator takes one samples file, {} were given\nhint: run one remote evaluation per file, or --execution local for all of them in one run", args.samples.len());
+    }
+    let samples = match (args.samples.first(), args.check_gt_only) {
         // A ground-truth check runs no samples: none is uploaded.
         (_, true) => None,
         (Some(p), _) if p.is_file() && p.to_string_lossy().ends_with(".jsonl") => Some(p.clone()),
@@ -167,6 +170,8 @@ fn write_files(
         pass_at_k: out.pass_at_k,
         executed: 0,
         resumed: 0,
+        deduplicated: 0,
+        cached: 0,
         loaded_existing: false,
         shard: None,
         flaky_ground_truth: Vec::new(),
