@@ -39,6 +39,9 @@ fn samples_failing_on_a_coin_are_flaky() {
         "1",
         "--rerun-failures",
         "14",
+        // Twelve independent coins: identical programs must each run (no dedup, no cache).
+        "--no-dedup",
+        "--no-cache",
         // A fresh process per sample: each rerun round costs no pool start-up.
         "--executor",
         "process",
