@@ -9,9 +9,12 @@
 //!
 //! The queue learns from timeouts: when a sample of a task times out, the task's samples
 //! still queued move to the front (they probably sleep too), so they overlap with each other
-//! and with the rest of the run instead of starting together at its end.
+//! and with the rest of the run instead of starting together at its end. If that timeout
+//! slept (its process tree used under a quarter of its wall time in CPU), the task's other
+//! samples are admitted as sleepers: past `workers` without waiting for idle CPU (which
+//! other load on the machine may never leave), still within memory and `max_in_flight`.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -29,6 +32,8 @@ const MIN_IDLE_CORES: f64 = 0.5;
 const MEMORY_RESERVE_MB: u64 = 512;
 /// Per-sample memory estimate when the limits give none.
 const DEFAULT_SAMPLE_MB: u64 = 1024;
+/// A timeout whose CPU time is below this share of its wall time slept.
+const SLEEPER_CPU_SHARE: f64 = 0.25;
 
 /// Most samples in flight when the caller does not say: `parallel` busy plus as many again,
 /// at least 8 (a sweep's sleepers of one task usually fit), memory permitting.
@@ -56,6 +61,8 @@ pub(crate) struct Load {
     pub idle_cores: Option<f64>,
     /// MemAvailable in MB; `None` where /proc/meminfo is unreadable.
     pub mem_available_mb: Option<u64>,
+    /// The next job's task already had a sample time out asleep.
+    pub next_sleeps: bool,
 }
 
 impl Admission {
@@ -80,11 +87,13 @@ impl Admission {
         if load.in_flight >= self.max_in_flight {
             return false;
         }
-        let Some(idle) = load.idle_cores else {
-            return false; // no fresh measurement yet: the last admission may not show
-        };
-        if idle < MIN_IDLE_CORES {
-            return false;
+        if !load.next_sleeps {
+            let Some(idle) = load.idle_cores else {
+                return false; // no fresh measurement yet: the last admission may not show
+            };
+            if idle < MIN_IDLE_CORES {
+                return false;
+            }
         }
         match load.mem_available_mb {
             Some(mb) => mb >= self.per_sample_mb + MEMORY_RESERVE_MB,
@@ -147,6 +156,16 @@ struct Shared {
     queue: VecDeque<Job>,
     in_flight: usize,
     last_admission: Option<Instant>,
+    /// Tasks with a sample that timed out asleep.
+    sleepy: HashSet<String>,
+}
+
+/// Whether `outcome` is a timeout spent mostly waiting rather than computing.
+fn slept(outcome: &Outcome) -> bool {
+    outcome.status == Status::Timeout
+        && outcome
+            .cpu_secs
+            .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)
 }
 
 /// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
@@ -165,6 +184,7 @@ pub(crate) fn run_queue<W>(
         queue: VecDeque::from(jobs),
         in_flight: 0,
         last_admission: None,
+        sleepy: HashSet::new(),
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
@@ -202,19 +222,21 @@ pub(crate) fn run_queue<W>(
                     }
                     let next = {
                         let mut s = shared.lock().unwrap();
-                        if s.queue.is_empty() {
+                        let Some(front) = s.queue.front() else {
                             break;
-                        }
+                        };
+                        let next_sleeps = s.sleepy.contains(front.task_id());
                         let load = Load {
                             in_flight: s.in_flight,
                             idle_cores: (*idle.lock().unwrap())
                                 .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE))
                                 .map(|m| m.idle_cores),
                             mem_available_mb: if primary { None } else { mem_available_mb() },
+                            next_sleeps,
                         };
                         if primary || admission.admits(&load) {
                             s.in_flight += 1;
-                            if !primary {
+                            if !primary && !next_sleeps {
                                 s.last_admission = Some(Instant::now());
                             }
                             s.queue.pop_front()
@@ -230,7 +252,14 @@ pub(crate) fn run_queue<W>(
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
-                        if matches!(&outcome, Ok(o) if o.status == Status::Timeout) {
+                        if let Some(o) = outcome
+                            .as_ref()
+                            .ok()
+                            .filter(|o| o.status == Status::Timeout)
+                        {
+                            if slept(o) {
+                                s.sleepy.insert(job.task_id().to_string());
+                            }
                             let moved = promote_task(&mut s.queue, job.task_id());
                             if moved > 0 {
                                 tracing::debug!(
@@ -267,7 +296,39 @@ mod tests {
             in_flight,
             idle_cores: idle,
             mem_available_mb: mem,
+            next_sleeps: false,
         }
+    }
+
+    #[test]
+    fn a_known_sleeper_needs_no_idle_cpu_but_memory_and_room() {
+        let sleeper = |in_flight, mem| Load {
+            next_sleeps: true,
+            ..load(in_flight, None, Some(mem))
+        };
+        assert!(rule().admits(&sleeper(5, 20_000)));
+        assert!(!rule().admits(&sleeper(10, 20_000)), "max in flight");
+        assert!(!rule().admits(&sleeper(5, 1000)), "memory");
+    }
+
+    #[test]
+    fn a_timeout_slept_when_its_cpu_time_is_small() {
+        let timeout = |cpu: Option<f64>| Outcome {
+            wall_secs: 10.0,
+            cpu_secs: cpu,
+            ..Outcome::new(Status::Timeout, Default::default())
+        };
+        assert!(slept(&timeout(Some(0.2))));
+        assert!(!slept(&timeout(Some(9.0))), "a CPU hog");
+        assert!(!slept(&timeout(None)), "unmeasured");
+        let fail = Outcome {
+            cpu_secs: Some(0.0),
+            ..timeout(None)
+        };
+        assert!(!slept(&Outcome {
+            status: Status::Fail,
+            ..fail
+        }));
     }
 
     #[test]
