@@ -158,6 +158,9 @@ struct Shared {
     last_admission: Option<Instant>,
     /// Tasks with a sample that timed out asleep.
     sleepy: HashSet<String>,
+    /// Which overlap slots run a sample. A slot asks only while every lower one is busy,
+    /// so already warm slots are reused before another one warms up.
+    extra_busy: Vec<bool>,
 }
 
 /// Whether `outcome` is a timeout spent mostly waiting rather than computing.
@@ -185,6 +188,7 @@ pub(crate) fn run_queue<W>(
         in_flight: 0,
         last_admission: None,
         sleepy: HashSet::new(),
+        extra_busy: vec![false; extra],
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
@@ -226,18 +230,26 @@ pub(crate) fn run_queue<W>(
                             break;
                         };
                         let next_sleeps = s.sleepy.contains(front.task_id());
+                        let my_turn = primary || s.extra_busy[..w - workers].iter().all(|b| *b);
                         let load = Load {
                             in_flight: s.in_flight,
                             idle_cores: (*idle.lock().unwrap())
                                 .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE))
                                 .map(|m| m.idle_cores),
-                            mem_available_mb: if primary { None } else { mem_available_mb() },
+                            mem_available_mb: if primary || !my_turn {
+                                None
+                            } else {
+                                mem_available_mb()
+                            },
                             next_sleeps,
                         };
-                        if primary || admission.admits(&load) {
+                        if primary || (my_turn && admission.admits(&load)) {
                             s.in_flight += 1;
-                            if !primary && !next_sleeps {
-                                s.last_admission = Some(Instant::now());
+                            if !primary {
+                                s.extra_busy[w - workers] = true;
+                                if !next_sleeps {
+                                    s.last_admission = Some(Instant::now());
+                                }
                             }
                             s.queue.pop_front()
                         } else {
@@ -252,6 +264,9 @@ pub(crate) fn run_queue<W>(
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
+                        if !primary {
+                            s.extra_busy[w - workers] = false;
+                        }
                         if let Some(o) = outcome
                             .as_ref()
                             .ok()
