@@ -2,8 +2,12 @@
 //! first), `workers` always busy, and more in flight whenever the CPUs sit idle (samples that
 //! sleep or wait), so a run's wall approaches max(CPU floor, longest single sample).
 //!
-//! Overlap slots are admitted one at a time by [`Admission`]: only on a fresh measurement of
-//! idle CPU taken after the previous admission had time to show up in it, only while
+//! Overlap slots are admitted one at a time by [`Admission`], on a fresh measurement taken
+//! after the previous admission had time to show up in it: when half a core of the machine
+//! is idle, or when our own demand (runnable threads of this process's descendants: slots,
+//! samples and their children) is half a core below `workers`, which other load on the
+//! machine cannot fake. An overlap slot that finishes a sample goes on with the next while
+//! our demand stayed within `workers` (it fills the core of a hung sample). Always only while
 //! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
 //! A CPU-bound run therefore keeps `workers` samples running and rarely more.
 //!
@@ -21,13 +25,18 @@ use std::time::{Duration, Instant};
 
 use crate::{ExecError, Job, OnDone, Outcome, Status};
 
-/// How often the idle-CPU sampler measures, and how long a waiting overlap slot naps.
-const INTERVAL: Duration = Duration::from_millis(250);
-/// Time a newly admitted sample gets to start working before idleness is measured again
-/// (fork, imports of the task's own modules).
-const SETTLE: Duration = Duration::from_millis(250);
-/// Idle cores needed to admit one more sample.
+/// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
+/// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
+/// sample leaves idle almost as well as a worker would.
+const INTERVAL: Duration = Duration::from_millis(100);
+/// Time a newly admitted sample gets to start working (a fork of a warm slot takes a few
+/// ms) before an idle measurement counts again.
+const SETTLE: Duration = Duration::from_millis(50);
+/// Idle cores (or cores of our own demand below `workers`) needed to admit one more sample.
 const MIN_IDLE_CORES: f64 = 0.5;
+/// Demand samples averaged (one per interval): a CPU-bound sample between two tests or
+/// waiting on a read for a moment is not mistaken for a sleeper.
+const DEMAND_WINDOW: usize = 3;
 /// Memory kept free for everything else on the machine, on top of the per-sample estimate.
 const MEMORY_RESERVE_MB: u64 = 512;
 /// Per-sample memory estimate when the limits give none.
@@ -59,6 +68,12 @@ pub(crate) struct Load {
     /// Idle cores over the last interval; `None` until an interval that began after the
     /// last admission settled has been measured.
     pub idle_cores: Option<f64>,
+    /// Our runnable threads, averaged over the last intervals (`None` as for `idle_cores`,
+    /// or where /proc has no `children` lists).
+    pub demand: Option<f64>,
+    /// The asking slot just finished a sample, and this is our demand with it running
+    /// (fresh or not): it may go on while that stayed within `workers`.
+    pub renewing: Option<f64>,
     /// MemAvailable in MB; `None` where /proc/meminfo is unreadable.
     pub mem_available_mb: Option<u64>,
     /// The next job's task already had a sample time out asleep.
@@ -87,13 +102,12 @@ impl Admission {
         if load.in_flight >= self.max_in_flight {
             return false;
         }
-        if !load.next_sleeps {
-            let Some(idle) = load.idle_cores else {
-                return false; // no fresh measurement yet: the last admission may not show
-            };
-            if idle < MIN_IDLE_CORES {
-                return false;
-            }
+        let workers = self.workers as f64;
+        let renew = load.renewing.is_some_and(|d| d <= workers + MIN_IDLE_CORES);
+        let idle = load.idle_cores.is_some_and(|i| i >= MIN_IDLE_CORES);
+        let below_budget = load.demand.is_some_and(|d| d <= workers - MIN_IDLE_CORES);
+        if !(load.next_sleeps || renew || idle || below_budget) {
+            return false; // busy, or no fresh measurement yet (the last admission may not show)
         }
         match load.mem_available_mb {
             Some(mb) => mb >= self.per_sample_mb + MEMORY_RESERVE_MB,
@@ -145,11 +159,46 @@ fn mem_available_mb() -> Option<u64> {
     Some(kb / 1024)
 }
 
-/// The last idle measurement: idle cores over the interval that began at `since`.
+/// Runnable threads among this process's descendants (pool slots, samples, their children),
+/// found through /proc's `children` lists; `None` where the kernel has none.
+fn our_demand() -> Option<usize> {
+    let me = std::process::id();
+    let mut stack = vec![me];
+    let mut runnable = 0;
+    while let Some(pid) = stack.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue; // gone meanwhile
+        };
+        for task in tasks.flatten() {
+            let path = task.path();
+            match std::fs::read_to_string(path.join("children")) {
+                Ok(kids) => stack.extend(
+                    kids.split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                ),
+                Err(_) if pid == me => return None,
+                Err(_) => {}
+            }
+            if pid != me {
+                let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+                // state is the first field after the command's closing parenthesis
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next());
+                runnable += usize::from(state == Some('R'));
+            }
+        }
+    }
+    Some(runnable)
+}
+
+/// The last measurement, over the interval that began at `since`.
 #[derive(Clone, Copy)]
 struct IdleSample {
     since: Instant,
     idle_cores: f64,
+    /// Our runnable threads, averaged over the last [`DEMAND_WINDOW`] intervals.
+    demand: Option<f64>,
 }
 
 struct Shared {
@@ -199,14 +248,26 @@ pub(crate) fn run_queue<W>(
             scope.spawn(|| {
                 let mut last = cpu_jiffies();
                 let mut since = Instant::now();
+                let mut demands: VecDeque<usize> = VecDeque::new();
                 while !finished.load(Ordering::Relaxed) {
                     std::thread::sleep(INTERVAL);
                     let now = cpu_jiffies();
+                    let demand = our_demand().map(|d| {
+                        demands.push_back(d);
+                        if demands.len() > DEMAND_WINDOW {
+                            demands.pop_front();
+                        }
+                        demands.iter().sum::<usize>() as f64 / demands.len() as f64
+                    });
                     if let (Some((b0, t0, _)), Some((b1, t1, cpus))) = (last, now) {
                         if t1 > t0 {
                             let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
                             let idle_cores = (1.0 - busy).max(0.0) * cpus as f64;
-                            *idle.lock().unwrap() = Some(IdleSample { since, idle_cores });
+                            *idle.lock().unwrap() = Some(IdleSample {
+                                since,
+                                idle_cores,
+                                demand,
+                            });
                         }
                     }
                     last = now;
@@ -220,6 +281,8 @@ pub(crate) fn run_queue<W>(
             let (shared, idle, stopped) = (&shared, &idle, &stopped);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
+                // An overlap slot that just finished a sample may go on (see `Load::renewing`).
+                let mut just_finished = false;
                 loop {
                     if stopped.load(Ordering::Relaxed) {
                         break;
@@ -230,12 +293,17 @@ pub(crate) fn run_queue<W>(
                             break;
                         };
                         let next_sleeps = s.sleepy.contains(front.task_id());
-                        let my_turn = primary || s.extra_busy[..w - workers].iter().all(|b| *b);
+                        let my_turn = primary
+                            || just_finished
+                            || s.extra_busy[..w - workers].iter().all(|b| *b);
+                        let measured = *idle.lock().unwrap();
+                        let fresh = measured
+                            .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
                         let load = Load {
                             in_flight: s.in_flight,
-                            idle_cores: (*idle.lock().unwrap())
-                                .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE))
-                                .map(|m| m.idle_cores),
+                            idle_cores: fresh.map(|m| m.idle_cores),
+                            demand: fresh.and_then(|m| m.demand),
+                            renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
                             mem_available_mb: if primary || !my_turn {
                                 None
                             } else {
@@ -243,11 +311,13 @@ pub(crate) fn run_queue<W>(
                             },
                             next_sleeps,
                         };
+                        let renew = load.renewing.is_some();
+                        just_finished = false;
                         if primary || (my_turn && admission.admits(&load)) {
                             s.in_flight += 1;
                             if !primary {
                                 s.extra_busy[w - workers] = true;
-                                if !next_sleeps {
+                                if !next_sleeps && !renew {
                                     s.last_admission = Some(Instant::now());
                                 }
                             }
@@ -266,6 +336,7 @@ pub(crate) fn run_queue<W>(
                         s.in_flight -= 1;
                         if !primary {
                             s.extra_busy[w - workers] = false;
+                            just_finished = true;
                         }
                         if let Some(o) = outcome
                             .as_ref()
@@ -312,7 +383,74 @@ mod tests {
             idle_cores: idle,
             mem_available_mb: mem,
             next_sleeps: false,
+            demand: None,
+            renewing: None,
         }
+    }
+
+    #[test]
+    fn overlap_when_our_own_demand_is_below_the_workers_whatever_else_loads_the_machine() {
+        let ours = |demand| Load {
+            demand: Some(demand),
+            ..load(2, Some(0.0), Some(20_000))
+        };
+        assert!(
+            rule().admits(&ours(1.0)),
+            "a worker's sample hangs or sleeps"
+        );
+        assert!(rule().admits(&ours(1.5)));
+        assert!(
+            !rule().admits(&ours(1.7)),
+            "both workers busy, briefly one between tests"
+        );
+        assert!(!rule().admits(&ours(3.0)));
+    }
+
+    #[test]
+    fn our_demand_counts_a_busy_child_and_not_a_sleeping_one() {
+        use std::process::Command;
+        let Some(_) = our_demand() else {
+            return; // a kernel without /proc/PID/task/TID/children
+        };
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let asleep: Vec<usize> = (0..5).filter_map(|_| our_demand()).collect();
+        let mut busy = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let mut seen = 0;
+        for _ in 0..50 {
+            seen = seen.max(our_demand().unwrap_or(0));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for child in [&mut sleeper, &mut busy] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(asleep, [0; 5], "a sleeping child is no demand");
+        assert!(seen >= 1, "a spinning child is runnable");
+    }
+
+    #[test]
+    fn an_overlap_slot_goes_on_while_our_demand_stayed_within_the_workers() {
+        let renewing = |demand| Load {
+            renewing: Some(demand),
+            ..load(2, None, Some(20_000))
+        };
+        assert!(
+            rule().admits(&renewing(2.0)),
+            "it filled a hung worker's core"
+        );
+        assert!(rule().admits(&renewing(2.5)));
+        assert!(
+            !rule().admits(&renewing(3.0)),
+            "it oversubscribed: back to waiting"
+        );
+        assert!(!rule().admits(&Load {
+            renewing: Some(2.0),
+            ..load(10, None, Some(20_000))
+        }));
     }
 
     #[test]
