@@ -1203,8 +1203,15 @@ def list_descendants(root):
     return out
 
 
+# How long killed processes get to finish exiting: a fork bomb's thousands of SIGKILLed
+# children need CPU time to go, which a loaded machine hands out slowly; leaving before they
+# are gone would hand them to init when the slot exits.
+REAP_SECS = 5.0
+
+
 def kill_cgroups(paths):
-    for _ in range(50):
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
         alive = False
         for path in paths:
             try:
@@ -1244,7 +1251,8 @@ def cleanup_after(pid, cfg):
 
 def kill_orphans():
     """Kill descendants that escaped the group (setsid); as subreaper they are ours."""
-    for _ in range(50):
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
         rest = list_descendants(os.getpid())
         if not rest:
             break
