@@ -4,6 +4,7 @@
 //! `../shared/bigcodebench` next to the workspace, and must match the published sha256 of
 //! their uncompressed content. Without them the crate builds without an embedded copy.
 
+use bcb_envvars::EnvVars;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +25,7 @@ const FILES: [(&str, &str); 2] = [
 fn candidates(manifest: &Path) -> Vec<PathBuf> {
     let workspace = manifest.join("../..");
     let mut dirs = Vec::new();
-    if let Some(d) = std::env::var_os("BCB_DATASET_DIR").filter(|d| !d.is_empty()) {
+    if let Some(d) = std::env::var_os(EnvVars::BCB_DATASET_DIR).filter(|d| !d.is_empty()) {
         let d = PathBuf::from(d);
         if d.is_absolute() {
             dirs.push(d);

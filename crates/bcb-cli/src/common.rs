@@ -1,5 +1,6 @@
 //! Pieces every command shares: dataset flags, logging, legacy flag spellings.
 
+use bcb_envvars::EnvVars;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -15,18 +16,18 @@ pub struct DatasetArgs {
     #[arg(long, value_parser = bcb_dataset::parse_version, default_value = bcb_dataset::DEFAULT_VERSION)]
     pub version: String,
     /// A dataset file (JSONL or JSONL.gz) to use instead of the named version.
-    #[arg(long, value_name = "PATH", env = "BIGCODEBENCH_OVERRIDE_PATH")]
+    #[arg(long, value_name = "PATH", env = EnvVars::BIGCODEBENCH_OVERRIDE_PATH)]
     pub dataset: Option<PathBuf>,
     /// Directory of files named like `bigcodebench[-hard]-{version}.jsonl.gz`.
-    #[arg(long, value_name = "DIR", env = "BCB_DATASET_DIR")]
+    #[arg(long, value_name = "DIR", env = EnvVars::BCB_DATASET_DIR)]
     pub dataset_dir: Option<PathBuf>,
     /// Never download; use only local files and the cache.
-    #[arg(long, env = "BCB_OFFLINE", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    #[arg(long, env = EnvVars::BCB_OFFLINE, value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "false")]
     pub offline: bool,
     /// Hugging Face hub address (for mirrors and tests).
     #[arg(
         long,
-        env = "HF_ENDPOINT",
+        env = EnvVars::HF_ENDPOINT,
         default_value = "https://huggingface.co",
         hide = true
     )]
@@ -252,7 +253,8 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
 /// Colour only for a terminal, and never with `NO_COLOR` set (https://no-color.org).
 pub fn colour_on_stderr() -> bool {
     use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    std::io::stderr().is_terminal()
+        && std::env::var_os(EnvVars::NO_COLOR).is_none_or(|v| v.is_empty())
 }
 
 pub fn init_logging(verbose: u8) {
@@ -261,7 +263,7 @@ pub fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BCB_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(EnvVars::BCB_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

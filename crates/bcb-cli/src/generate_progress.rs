@@ -2,6 +2,7 @@
 //! stderr is a file or pipe (nohup, CI), so a long run is never silent and its log has no
 //! escape codes.
 
+use bcb_envvars::EnvVars;
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,7 @@ impl Mode {
         if no_progress {
             Mode::Quiet
         } else if std::io::stderr().is_terminal()
-            && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            && std::env::var_os(EnvVars::TERM).is_none_or(|t| t != "dumb")
         {
             Mode::Bar
         } else {

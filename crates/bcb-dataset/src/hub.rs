@@ -5,6 +5,7 @@
 //! (default options) gives, one row per line: that is the format of the reference files, so
 //! the content sha256/md5 of a downloaded split equals that of the same rows from a file.
 
+use bcb_envvars::EnvVars;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -75,14 +76,14 @@ fn hub_token() -> Option<String> {
         let t = s.trim().to_string();
         (!t.is_empty()).then_some(t)
     };
-    for var in ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+    for var in [EnvVars::HF_TOKEN, EnvVars::HUGGING_FACE_HUB_TOKEN] {
         if let Some(t) = std::env::var(var).ok().and_then(non_empty) {
             return Some(t);
         }
     }
-    let file = std::env::var_os("HF_TOKEN_PATH")
+    let file = std::env::var_os(EnvVars::HF_TOKEN_PATH)
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HF_HOME").map(|h| Path::new(&h).join("token")))
+        .or_else(|| std::env::var_os(EnvVars::HF_HOME).map(|h| Path::new(&h).join("token")))
         .or_else(|| dirs::cache_dir().map(|c| c.join("huggingface").join("token")))?;
     std::fs::read_to_string(file).ok().and_then(non_empty)
 }

@@ -1,18 +1,19 @@
 //! Where a dataset comes from, in order: explicit path, `BCB_DATASET_DIR`, cache, the copy
 //! embedded at build time (default version only), hub.
 
+use bcb_envvars::EnvVars;
 use std::path::{Path, PathBuf};
 
 use crate::{hub, Dataset, DatasetError, Subset, DEFAULT_VERSION};
 
 /// Directory holding files named like `bigcodebench[-hard]-{version}.jsonl[.gz]`.
-pub const DATASET_DIR_ENV: &str = "BCB_DATASET_DIR";
+pub const DATASET_DIR_ENV: &str = EnvVars::BCB_DATASET_DIR;
 /// The original harness's override: one file used whatever the subset.
-pub const OVERRIDE_PATH_ENV: &str = "BIGCODEBENCH_OVERRIDE_PATH";
+pub const OVERRIDE_PATH_ENV: &str = EnvVars::BIGCODEBENCH_OVERRIDE_PATH;
 
 /// The cache root: `$BCB_CACHE_DIR`, else `~/.cache/bcb`.
 pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("BCB_CACHE_DIR") {
+    if let Some(dir) = std::env::var_os(EnvVars::BCB_CACHE_DIR) {
         return PathBuf::from(dir);
     }
     dirs::cache_dir()
@@ -60,11 +61,11 @@ impl DatasetSpec {
             path: env_path(OVERRIDE_PATH_ENV),
             dataset_dir: env_path(DATASET_DIR_ENV),
             cache_dir: cache_dir().join("datasets"),
-            offline: std::env::var_os("HF_HUB_OFFLINE").is_some_and(|v| v == "1")
-                || std::env::var_os("BCB_OFFLINE").is_some_and(|v| v == "1"),
-            hub_endpoint: std::env::var("HF_ENDPOINT")
+            offline: std::env::var_os(EnvVars::HF_HUB_OFFLINE).is_some_and(|v| v == "1")
+                || std::env::var_os(EnvVars::BCB_OFFLINE).is_some_and(|v| v == "1"),
+            hub_endpoint: std::env::var(EnvVars::HF_ENDPOINT)
                 .unwrap_or_else(|_| "https://huggingface.co".to_string()),
-            embedded: std::env::var_os("BCB_NO_EMBEDDED").is_none_or(|v| v != "1"),
+            embedded: std::env::var_os(EnvVars::BCB_NO_EMBEDDED).is_none_or(|v| v != "1"),
         }
     }
 

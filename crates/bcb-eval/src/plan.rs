@@ -2,6 +2,7 @@
 //! ground truth, samples with calibration applied — with time limits and the expected times
 //! that order them (longest first), and a deterministic split into shards.
 
+use bcb_envvars::EnvVars;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -256,18 +257,20 @@ impl Shard {
                 .ok()
                 .and_then(|v| v.trim().parse::<usize>().ok())
         };
-        if let Some(id) = var("SLURM_ARRAY_TASK_ID") {
-            let min = var("SLURM_ARRAY_TASK_MIN").unwrap_or(0);
-            let n = count.or_else(|| var("SLURM_ARRAY_TASK_COUNT")).ok_or(
-                "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: pass --shard-count",
-            )?;
+        if let Some(id) = var(EnvVars::SLURM_ARRAY_TASK_ID) {
+            let min = var(EnvVars::SLURM_ARRAY_TASK_MIN).unwrap_or(0);
+            let n = count
+                .or_else(|| var(EnvVars::SLURM_ARRAY_TASK_COUNT))
+                .ok_or(
+                    "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: pass --shard-count",
+                )?;
             return Shard::checked(
                 id.checked_sub(min)
                     .ok_or("SLURM_ARRAY_TASK_ID < SLURM_ARRAY_TASK_MIN")?,
                 n,
             );
         }
-        if let Some(index) = var("JOB_COMPLETION_INDEX") {
+        if let Some(index) = var(EnvVars::JOB_COMPLETION_INDEX) {
             let n = count
                 .ok_or("JOB_COMPLETION_INDEX is set: pass --shard-count (the Job's completions)")?;
             return Shard::checked(index, n);

@@ -5,6 +5,7 @@
 //! env: BCB_PYTHON (eval interpreter), BCB_DATASET_DIR (dataset files)
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark tool: it prints
 
+use bcb_envvars::EnvVars;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -24,13 +25,13 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let only: Vec<String> = args.iter().skip(3).cloned().collect();
-    let python = std::env::var_os("BCB_PYTHON")
+    let python = std::env::var_os(EnvVars::BCB_PYTHON)
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
             bcb_execute::local::env::env_python(&bcb_execute::local::env::default_env_dir())
         });
     let dataset = DatasetSpec::new(subset, None).load()?;
-    let time_limit: f64 = std::env::var("BCB_TIME_LIMIT")
+    let time_limit: f64 = std::env::var(EnvVars::BCB_TIME_LIMIT)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(241.0);
@@ -56,7 +57,7 @@ fn main() -> anyhow::Result<()> {
         })
         .collect();
     // Longest first when a timing file from an earlier run is given.
-    if let Ok(path) = std::env::var("BCB_EXPECTED") {
+    if let Ok(path) = std::env::var(EnvVars::BCB_EXPECTED) {
         let text = std::fs::read_to_string(&path)?;
         let times: std::collections::HashMap<String, f64> = serde_json::from_str(&text)?;
         for j in &mut jobs {
@@ -90,7 +91,7 @@ fn main() -> anyhow::Result<()> {
             "wall_secs": out.wall_secs, "note": out.note,
             "details": out.details.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         });
-        if std::env::var_os("BCB_SHOW_DETAILS").is_some() {
+        if std::env::var_os(EnvVars::BCB_SHOW_DETAILS).is_some() {
             eprintln!(
                 "{}",
                 serde_json::to_string_pretty(&out.details).unwrap_or_default()

@@ -1,5 +1,6 @@
 //! What a generation run is asked to do, and the TOML config file of per-model settings.
 
+use bcb_envvars::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -227,7 +228,7 @@ pub struct LocalServerOptions {
 impl Default for LocalServerOptions {
     fn default() -> Self {
         LocalServerOptions {
-            python: std::env::var_os("BCB_LLM_PYTHON")
+            python: std::env::var_os(EnvVars::BCB_LLM_PYTHON)
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("python3")),
             n_ctx: 4096,

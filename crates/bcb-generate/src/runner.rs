@@ -1,6 +1,7 @@
 //! A generation run: check the inputs, work out what is missing, send requests concurrently
 //! under the configured limits, journal every sample as it arrives, then write the final file.
 
+use bcb_envvars::EnvVars;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -749,7 +750,7 @@ impl UnitCtx {
 
 /// The first retry waits this long (then doubles); `BCB_RETRY_MIN_DELAY_MS` shortens it in tests.
 fn retry_min_delay() -> Duration {
-    std::env::var("BCB_RETRY_MIN_DELAY_MS")
+    std::env::var(EnvVars::BCB_RETRY_MIN_DELAY_MS)
         .ok()
         .and_then(|s| s.parse().ok())
         .map(Duration::from_millis)

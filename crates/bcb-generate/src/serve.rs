@@ -2,6 +2,7 @@
 //! `vllm serve` for `--backend vllm`. Both are checked before anything is written and stop
 //! when the run ends.
 
+use bcb_envvars::EnvVars;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -54,7 +55,7 @@ fn find_executable(name: &Path) -> Option<PathBuf> {
     if name.components().count() > 1 {
         return name.is_file().then(|| name.to_path_buf());
     }
-    std::env::var_os("PATH").and_then(|paths| {
+    std::env::var_os(EnvVars::PATH).and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join(name))
             .find(|p| p.is_file())
@@ -103,7 +104,7 @@ pub fn start(kind: Served, opts: &GenerateOptions, parallel: usize) -> anyhow::R
 pub fn vllm_args(opts: &GenerateOptions, port: u16) -> Vec<String> {
     let v = &opts.vllm;
     // The original lets VLLM_N_GPUS override --tp.
-    let tp = std::env::var("VLLM_N_GPUS")
+    let tp = std::env::var(EnvVars::VLLM_N_GPUS)
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(v.tp);

@@ -5,6 +5,7 @@
 // Test support: telling the person running the tests that a dependency is missing is its job.
 #![allow(clippy::print_stderr)]
 
+use bcb_envvars::EnvVars;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -242,7 +243,7 @@ async fn handle(
 /// The real llama.cpp test server (`.ci/setup-llm.sh` installs it), or `None` when it is not
 /// installed and `BCB_REQUIRE_LLM` is not `1` (then the caller skips, saying so).
 pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
-    let required = std::env::var("BCB_REQUIRE_LLM").is_ok_and(|v| v == "1");
+    let required = std::env::var(EnvVars::BCB_REQUIRE_LLM).is_ok_and(|v| v == "1");
     let python = llm_python_path();
     let model = llm_model_path();
     if !python.exists() || !model.exists() {
@@ -272,10 +273,10 @@ pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
 
 /// The Python that has `xllamacpp`, as the tests find it.
 pub fn llm_python_path() -> PathBuf {
-    std::env::var_os("BCB_LLM_PYTHON")
+    std::env::var_os(EnvVars::BCB_LLM_PYTHON)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            std::env::var_os("HOME")
+            std::env::var_os(EnvVars::HOME)
                 .map(PathBuf::from)
                 .unwrap_or_default()
                 .join(".cache/bcb/test-llm/venv/bin/python")
@@ -284,10 +285,10 @@ pub fn llm_python_path() -> PathBuf {
 
 /// Path of the test model, when installed.
 pub fn llm_model_path() -> PathBuf {
-    std::env::var_os("BCB_LLM_MODEL")
+    std::env::var_os(EnvVars::BCB_LLM_MODEL)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            std::env::var_os("HOME")
+            std::env::var_os(EnvVars::HOME)
                 .map(PathBuf::from)
                 .unwrap_or_default()
                 .join(".cache/bcb/test-llm/model.gguf")

@@ -7,6 +7,7 @@
 //!   `POST /process.Process/Start` (Connect server stream) runs `bcb evaluate --execution local`
 //!   with its output streamed back, `GET /files` downloads the two result files.
 
+use bcb_envvars::EnvVars;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ impl E2bOptions {
     /// From `E2B_API_KEY`, `E2B_DOMAIN` and (for tests and self-hosting) `E2B_API_URL`,
     /// `E2B_ENVD_URL`.
     pub fn from_env(template: &str) -> Result<Self, ExecError> {
-        let api_key = std::env::var("E2B_API_KEY")
+        let api_key = std::env::var(EnvVars::E2B_API_KEY)
             .ok()
             .filter(|k| !k.is_empty())
             .ok_or_else(|| {
@@ -52,13 +53,13 @@ impl E2bOptions {
                     "set E2B_API_KEY (https://e2b.dev/dashboard → API keys)",
                 )
             })?;
-        let domain = std::env::var("E2B_DOMAIN").unwrap_or_else(|_| "e2b.app".into());
+        let domain = std::env::var(EnvVars::E2B_DOMAIN).unwrap_or_else(|_| "e2b.app".into());
         Ok(E2bOptions {
             template: template.to_string(),
             api_key,
-            api_url: std::env::var("E2B_API_URL")
+            api_url: std::env::var(EnvVars::E2B_API_URL)
                 .unwrap_or_else(|_| format!("https://api.{domain}")),
-            envd_url: std::env::var("E2B_ENVD_URL").ok(),
+            envd_url: std::env::var(EnvVars::E2B_ENVD_URL).ok(),
             life: Duration::from_secs(600),
             cancel: Arc::new(AtomicBool::new(false)),
         })

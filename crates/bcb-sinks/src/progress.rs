@@ -2,6 +2,7 @@
 //! at a fixed interval — done/total, rate, ETA, pass rate — even while nothing finishes, so
 //! long runs are never silent. No colour when `NO_COLOR` is set or not on a terminal.
 
+use bcb_envvars::EnvVars;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -132,7 +133,7 @@ impl ProgressSink {
             ProgressMode::Auto { .. } => {
                 let bar =
                     ProgressBar::with_draw_target(Some(todo as u64), ProgressDrawTarget::stderr());
-                let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+                let colour = std::env::var_os(EnvVars::NO_COLOR).is_none_or(|v| v.is_empty());
                 let template = if colour {
                     "{prefix:>12.bold} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})"
                 } else {

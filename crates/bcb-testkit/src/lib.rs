@@ -8,6 +8,7 @@
 
 #![allow(clippy::print_stderr)] // skipping tests say why on stderr, as cargo test shows it
 
+use bcb_envvars::EnvVars;
 use std::collections::HashMap;
 
 use std::path::PathBuf;
@@ -33,11 +34,11 @@ pub enum Need {
 impl Need {
     fn require_var(self) -> &'static str {
         match self {
-            Need::Python => "BCB_REQUIRE_PYTHON",
-            Need::Data => "BCB_REQUIRE_DATA",
-            Need::Llm => "BCB_REQUIRE_LLM",
-            Need::Upstream => "BCB_REQUIRE_UPSTREAM",
-            Need::Gradio => "BCB_REQUIRE_GRADIO",
+            Need::Python => EnvVars::BCB_REQUIRE_PYTHON,
+            Need::Data => EnvVars::BCB_REQUIRE_DATA,
+            Need::Llm => EnvVars::BCB_REQUIRE_LLM,
+            Need::Upstream => EnvVars::BCB_REQUIRE_UPSTREAM,
+            Need::Gradio => EnvVars::BCB_REQUIRE_GRADIO,
         }
     }
 
@@ -80,7 +81,7 @@ pub fn require(need: Need, var: &str, what: &str) -> Option<PathBuf> {
 pub fn python() -> Option<PathBuf> {
     require(
         Need::Python,
-        "BCB_PYTHON",
+        EnvVars::BCB_PYTHON,
         "the evaluation interpreter (`bcb env setup` prints it)",
     )
 }
@@ -89,7 +90,7 @@ pub fn python() -> Option<PathBuf> {
 pub fn dataset_dir() -> Option<PathBuf> {
     require(
         Need::Data,
-        "BCB_DATASET_DIR",
+        EnvVars::BCB_DATASET_DIR,
         "the directory of the BigCodeBench files (../shared/bigcodebench)",
     )
 }

@@ -1,5 +1,6 @@
 //! `bcb env setup` / `bcb env check`: the Python environment the tasks run in.
 
+use bcb_envvars::EnvVars;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -44,7 +45,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub dataset: DatasetArgs,
     /// Interpreter to audit (default: $BCB_PYTHON, else the managed env).
-    #[arg(long, env = "BCB_PYTHON")]
+    #[arg(long, env = EnvVars::BCB_PYTHON)]
     pub python: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]

@@ -1,6 +1,7 @@
 //! `bcb evaluate`: maps the flags onto a plan, an executor and sinks; the session does the
 //! rest (ground truth, then every sample against its task's tests, then pass@k).
 
+use bcb_envvars::EnvVars;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -44,7 +45,7 @@ pub struct Args {
     )]
     pub remote: super::remote::RemoteArgs,
     /// Local executor: `pool` (pre-warmed, sandboxed) or `process` (fresh process per sample).
-    #[arg(long, default_value = "pool", env = "BCB_EXECUTOR")]
+    #[arg(long, default_value = "pool", env = EnvVars::BCB_EXECUTOR)]
     pub executor: LocalKind,
     /// Only these tasks: comma-separated ids (`BigCodeBench/1,BigCodeBench/2` or `1,2`).
     #[arg(
@@ -79,7 +80,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     pub min_time_limit: f64,
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = "BIGCODEBENCH_TIMEOUT_PER_TASK", default_value_t = bcb_eval::limits::DEFAULT_BASE_TIMEOUT)]
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::limits::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
     /// Address-space limit per sample in MB (RLIMIT_AS; 0 = none).
     #[arg(long, default_value_t = 30 * 1024)]
@@ -124,7 +125,7 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
     /// Python interpreter of the evaluation environment.
-    #[arg(long, env = "BCB_PYTHON")]
+    #[arg(long, env = EnvVars::BCB_PYTHON)]
     pub python: Option<PathBuf>,
     /// No progress output.
     #[arg(long, short)]

@@ -1,6 +1,7 @@
 //! `bcb generate`: samples from a model for every task (or a range), resumable.
 
 #[cfg(test)]
+use bcb_envvars::EnvVars;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,7 +42,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// TOML file with `[defaults]` and `[models.NAME]` parameter sets; flags override it.
-    #[arg(long, value_name = "FILE", env = "BCB_GENERATE_CONFIG")]
+    #[arg(long, value_name = "FILE", env = EnvVars::BCB_GENERATE_CONFIG)]
     pub config: Option<PathBuf>,
     /// Output directory.
     #[arg(long, default_value = "bcb_results")]
@@ -126,7 +127,7 @@ pub struct ModelArgs {
     #[arg(long)]
     pub price_output: Option<f64>,
     /// Python with `xllamacpp` for local .gguf models.
-    #[arg(long, env = "BCB_LLM_PYTHON", value_name = "PYTHON")]
+    #[arg(long, env = EnvVars::BCB_LLM_PYTHON, value_name = "PYTHON")]
     pub llm_python: Option<PathBuf>,
     /// Context tokens per slot of the local server.
     #[arg(long, default_value_t = 4096)]
@@ -156,7 +157,7 @@ pub struct ModelArgs {
     #[arg(long)]
     pub tokenizer_legacy: bool,
     /// vllm: the `vllm` executable (default: `vllm` on PATH).
-    #[arg(long, env = "BCB_VLLM_BIN", value_name = "PATH")]
+    #[arg(long, env = EnvVars::BCB_VLLM_BIN, value_name = "PATH")]
     pub vllm_bin: Option<PathBuf>,
     /// vllm: seconds to wait for `vllm serve` to become ready (download and load included).
     #[arg(long, default_value_t = 1800)]

@@ -2,6 +2,7 @@
 //! writes the same two files, with the same names and schema, a local run writes. It never
 //! falls back to local execution (that would change the environment behind the verdicts).
 
+use bcb_envvars::EnvVars;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,7 +62,9 @@ pub fn run(args: &Args, backend: Backend) -> anyhow::Result<ExitCode> {
     let evaluator: Box<dyn RemoteEvaluator> = match backend {
         Backend::Gradio => {
             let mut opts = GradioOptions::new(&args.remote.gradio_endpoint);
-            opts.token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+            opts.token = std::env::var(EnvVars::HF_TOKEN)
+                .ok()
+                .filter(|t| !t.is_empty());
             opts.retries = args.remote.remote_retries;
             Box::new(GradioClient::new(opts).map_err(exec_error)?)
         }

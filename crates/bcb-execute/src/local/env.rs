@@ -1,6 +1,7 @@
 //! The Python evaluation environment: where it lives, how it is created from the embedded
 //! lock, and how to find its interpreter.
 
+use bcb_envvars::EnvVars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,7 +27,7 @@ pub const NLTK_PACKAGES: &[&str] = &[
 
 /// `{cache}/eval-env-py311`, or `$BCB_ENV_DIR`.
 pub fn default_env_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("BCB_ENV_DIR") {
+    if let Some(dir) = std::env::var_os(EnvVars::BCB_ENV_DIR) {
         return PathBuf::from(dir);
     }
     bcb_dataset::cache_dir().join("eval-env-py311")

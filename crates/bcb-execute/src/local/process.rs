@@ -1,5 +1,6 @@
 //! Fresh interpreter per sample (the reference path; also the pool's cold path).
 
+use bcb_envvars::EnvVars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -21,9 +22,9 @@ pub(crate) struct Base {
 }
 
 fn mplconfig_dir() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
+    let cache = std::env::var_os(EnvVars::XDG_CACHE_HOME)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .or_else(|| std::env::var_os(EnvVars::HOME).map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     cache
         .join("bcb")

@@ -1,5 +1,6 @@
 //! What isolation the host permits, probed once, and the per-slot resources (cgroups, work dirs).
 
+use bcb_envvars::EnvVars;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -404,7 +405,7 @@ impl Isolation {
 pub fn host_isolation() -> Isolation {
     static ISO: OnceLock<Isolation> = OnceLock::new();
     ISO.get_or_init(|| {
-        let forced = std::env::var("BCB_SANDBOX").unwrap_or_default();
+        let forced = std::env::var(EnvVars::BCB_SANDBOX).unwrap_or_default();
         let mut iso = Isolation {
             nproc_rlimit: true,
             ..Default::default()

@@ -1,5 +1,6 @@
 //! One harness process ("slot"): spawned with a clean environment, driven over fds 3/4.
 
+use bcb_envvars::EnvVars;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -48,7 +49,13 @@ pub(crate) const PRELOAD: &[&str] = &[
 ];
 
 /// Parent variables a sample may see (nothing that could hold a secret).
-const ENV_ALLOW: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE", "LANGUAGE", "TERM"];
+const ENV_ALLOW: &[&str] = &[
+    EnvVars::LANG,
+    EnvVars::LC_ALL,
+    EnvVars::LC_CTYPE,
+    EnvVars::LANGUAGE,
+    EnvVars::TERM,
+];
 
 /// The environment of every harness process: an allow-list plus what tasks need.
 pub(crate) fn sample_env(python: &Path, mplconfig: &Path) -> Vec<(String, String)> {
@@ -56,8 +63,8 @@ pub(crate) fn sample_env(python: &Path, mplconfig: &Path) -> Vec<(String, String
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
-    if !env.iter().any(|(k, _)| k == "LANG") {
-        env.push(("LANG".into(), "C.UTF-8".into()));
+    if !env.iter().any(|(k, _)| k == EnvVars::LANG) {
+        env.push((EnvVars::LANG.into(), "C.UTF-8".into()));
     }
     // The eval env's bin first, so `python` / console scripts in tasks resolve to it.
     let mut path = String::new();
@@ -66,7 +73,7 @@ pub(crate) fn sample_env(python: &Path, mplconfig: &Path) -> Vec<(String, String
         path.push(':');
     }
     path.push_str("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    env.push(("PATH".into(), path));
+    env.push((EnvVars::PATH.into(), path));
     for (k, v) in [
         ("TZ", "UTC"),
         ("OMP_NUM_THREADS", "1"),

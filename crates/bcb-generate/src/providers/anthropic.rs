@@ -1,6 +1,7 @@
 //! Anthropic Messages API. Extended thinking only when a budget is asked for (the original
 //! always sent one, even 0).
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
@@ -36,7 +37,7 @@ impl Anthropic {
         let (base, key) = endpoint(
             base_url,
             DEFAULT_BASE,
-            &["ANTHROPIC_API_KEY", "ANTHROPIC_KEY"],
+            &[EnvVars::ANTHROPIC_API_KEY, EnvVars::ANTHROPIC_KEY],
             "ANTHROPIC_API_KEY (or ANTHROPIC_KEY) is not set",
         )?;
         Ok(Anthropic {

@@ -1,6 +1,7 @@
 //! Google Gemini `generateContent`, with the original's settings (candidate count, no
 //! max tokens for "-thinking-" models, four safety categories off).
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
@@ -37,7 +38,7 @@ impl Google {
         let (base, key) = endpoint(
             base_url,
             DEFAULT_BASE,
-            &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+            &[EnvVars::GOOGLE_API_KEY, EnvVars::GEMINI_API_KEY],
             "GOOGLE_API_KEY is not set",
         )?;
         Ok(Google {

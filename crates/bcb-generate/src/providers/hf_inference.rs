@@ -2,6 +2,7 @@
 //! calls it (`InferenceClient(provider="hf-inference").text_generation`): the raw prompt text
 //! (the chat user message, no chat template), greedy, one output per request.
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
@@ -15,7 +16,7 @@ use crate::options::GenerateOptions;
 pub const DEFAULT_BASE: &str = "https://router.huggingface.co/hf-inference";
 
 /// The original reads `HF_INFERENCE_API_KEY`; `HF_TOKEN` is the hub's usual variable.
-pub const KEY_NAMES: [&str; 2] = ["HF_INFERENCE_API_KEY", "HF_TOKEN"];
+pub const KEY_NAMES: [&str; 2] = [EnvVars::HF_INFERENCE_API_KEY, EnvVars::HF_TOKEN];
 
 pub struct HfInference {
     base: String,

@@ -1,5 +1,6 @@
 //! Mistral's chat API (OpenAI-shaped). Unlike the original, temperature is sent.
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
@@ -28,7 +29,7 @@ impl Mistral {
         let (base, key) = endpoint(
             base_url,
             DEFAULT_BASE,
-            &["MISTRAL_API_KEY"],
+            &[EnvVars::MISTRAL_API_KEY],
             "MISTRAL_API_KEY is not set",
         )?;
         let key = key.unwrap_or_default();

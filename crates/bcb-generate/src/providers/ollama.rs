@@ -1,6 +1,7 @@
 //! Ollama's native API: `/api/chat` for chat models, `/api/generate` with `raw` for direct
 //! completion; answers stream as NDJSON, one object per line, the last with `done: true`.
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
@@ -25,7 +26,7 @@ impl Ollama {
         let base = base_url
             .map(str::to_string)
             .or_else(|| {
-                std::env::var("OLLAMA_HOST").ok().map(|h| {
+                std::env::var(EnvVars::OLLAMA_HOST).ok().map(|h| {
                     if h.starts_with("http") {
                         h
                     } else {

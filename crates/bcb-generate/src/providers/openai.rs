@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions and (for direct completion) Completions; also every
 //! OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, LM Studio, Ollama's /v1).
 
+use bcb_envvars::EnvVars;
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Value};
@@ -54,7 +55,7 @@ impl OpenAi {
             endpoint(
                 base_url,
                 DEFAULT_BASE,
-                &["OPENAI_API_KEY"],
+                &[EnvVars::OPENAI_API_KEY],
                 "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
             )?
         };

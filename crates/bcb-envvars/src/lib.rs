@@ -1,0 +1,101 @@
+//! Every environment variable bcb reads, declared in one place (the pattern of uv's
+//! `uv-static`): code elsewhere names a variable only as an [`EnvVars`] constant, a test keeps
+//! string literals out of `env::var` calls, and the README's table is checked against [`ALL`].
+
+/// What a variable belongs to, for the README's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// bcb's own settings.
+    Bcb,
+    /// Spellings the original harness reads, honoured the same way.
+    Upstream,
+    /// Credentials and endpoints of model providers and remote executors.
+    Services,
+    /// Set by a cluster scheduler for `--shard auto`.
+    Scheduler,
+    /// Standard variables of the system or other tools.
+    System,
+    /// Read by the test suite only.
+    Tests,
+}
+
+/// One declared variable.
+#[derive(Debug, Clone, Copy)]
+pub struct EnvVar {
+    pub name: &'static str,
+    pub group: Group,
+    pub about: &'static str,
+}
+
+macro_rules! env_vars {
+    ($( $group:ident $name:ident $about:literal; )*) => {
+        /// The names, as constants: `EnvVars::BCB_PYTHON`.
+        pub struct EnvVars;
+        impl EnvVars {
+            $( #[doc = $about] pub const $name: &'static str = stringify!($name); )*
+        }
+        /// Every variable, in declaration order.
+        pub static ALL: &[EnvVar] = &[
+            $( EnvVar { name: stringify!($name), group: Group::$group, about: $about }, )*
+        ];
+    };
+}
+
+env_vars! {
+    Bcb BCB_DATASET_DIR "Directory of dataset files (`bigcodebench[-hard]-vX.jsonl[.gz]`), tried before the cache and the hub; also where the build embeds the default version from.";
+    Bcb BCB_CACHE_DIR "Root of bcb's caches (datasets, ground truth, verdicts); default `~/.cache/bcb`.";
+    Bcb BCB_OFFLINE "`1`: never contact the Hugging Face hub.";
+    Bcb BCB_NO_EMBEDDED "`1`: ignore the dataset built into the binary.";
+    Bcb BCB_PYTHON "Interpreter of the evaluation environment (default: the managed venv).";
+    Bcb BCB_ENV_DIR "Where `bcb env setup` creates the managed evaluation venv.";
+    Bcb BCB_EXECUTOR "Local executor, `pool` or `process` (`--executor`).";
+    Bcb BCB_SANDBOX "`basic` forces the Landlock/seccomp fallback, `none` turns kernel protections off.";
+    Bcb BCB_LOG "Log filter (`tracing` env-filter syntax), e.g. `bcb=debug`.";
+    Bcb BCB_GENERATE_CONFIG "A TOML file of per-model sampling settings for `bcb generate`.";
+    Bcb BCB_LLM_PYTHON "Python with `xllamacpp`, used to serve a local `.gguf` model.";
+    Bcb BCB_VLLM_BIN "The `vllm` executable for `--backend vllm`.";
+    Bcb BCB_RETRY_MIN_DELAY_MS "First retry delay of generation requests in ms (tests shorten it).";
+    Bcb BCB_TIME_LIMIT "`execute_gt` bench example: per-sample time limit in seconds.";
+    Bcb BCB_EXPECTED "`execute_gt` bench example: a file of expected verdicts to compare with.";
+    Bcb BCB_SHOW_DETAILS "`execute_gt` bench example: print each failure's details.";
+    Upstream BIGCODEBENCH_OVERRIDE_PATH "A dataset file used instead of any version or subset (`--dataset`).";
+    Upstream BIGCODEBENCH_TIMEOUT_PER_TASK "Base per-sample time limit in seconds (`--timeout`, default 240).";
+    Services OPENAI_API_KEY "OpenAI API key (`--backend openai` against api.openai.com).";
+    Services ANTHROPIC_API_KEY "Anthropic API key.";
+    Services ANTHROPIC_KEY "Anthropic API key, the original's spelling.";
+    Services GOOGLE_API_KEY "Google Gemini API key.";
+    Services GEMINI_API_KEY "Google Gemini API key, alternative name.";
+    Services MISTRAL_API_KEY "Mistral API key.";
+    Services HF_INFERENCE_API_KEY "Hugging Face Inference API key (then `HF_TOKEN`).";
+    Services HF_TOKEN "Hugging Face token: hub downloads, the Inference API, private Gradio Spaces.";
+    Services HUGGING_FACE_HUB_TOKEN "Hugging Face token, older name.";
+    Services HF_TOKEN_PATH "File holding the Hugging Face token.";
+    Services HF_HOME "Hugging Face home; its `token` file is read when no token variable is set.";
+    Services HF_HUB_OFFLINE "`1`: never contact the Hugging Face hub.";
+    Services HF_ENDPOINT "Hugging Face hub base URL (mirrors, tests).";
+    Services OLLAMA_HOST "Ollama server address.";
+    Services VLLM_N_GPUS "GPUs for `vllm serve` when `--tp` is not given (the original's name).";
+    Services E2B_API_KEY "E2B API key for `--execution e2b`.";
+    Services E2B_DOMAIN "E2B domain (default `e2b.app`).";
+    Services E2B_API_URL "E2B control API URL (default `https://api.$E2B_DOMAIN`).";
+    Services E2B_ENVD_URL "E2B sandbox daemon URL override (self-hosted, tests).";
+    Scheduler SLURM_ARRAY_TASK_ID "Slurm array index of this shard.";
+    Scheduler SLURM_ARRAY_TASK_MIN "Slurm array's first index (shards count from it).";
+    Scheduler SLURM_ARRAY_TASK_COUNT "Slurm array size: the number of shards.";
+    Scheduler JOB_COMPLETION_INDEX "Kubernetes Indexed Job index of this shard (with `--shard-count`).";
+    System HOME "Home directory (caches, token files).";
+    System XDG_CACHE_HOME "Cache root when `BCB_CACHE_DIR` is unset.";
+    System PATH "Where `vllm` and other executables are looked up.";
+    System NO_COLOR "Set and non-empty: no colour in any output.";
+    System TERM "`dumb`: no progress bar.";
+    System LANG "Passed through to samples (default `C.UTF-8`).";
+    System LC_ALL "Passed through to samples.";
+    System LC_CTYPE "Passed through to samples.";
+    System LANGUAGE "Passed through to samples.";
+    Tests BCB_REQUIRE_PYTHON "`1`: tests fail instead of skipping when the eval env is missing (CI sets every `BCB_REQUIRE_*`).";
+    Tests BCB_REQUIRE_DATA "`1`: tests fail instead of skipping when the dataset is missing.";
+    Tests BCB_REQUIRE_LLM "`1`: tests fail instead of skipping when the llama.cpp test server cannot start.";
+    Tests BCB_REQUIRE_UPSTREAM "`1`: tests fail instead of skipping when the original sanitizer is missing.";
+    Tests BCB_REQUIRE_GRADIO "`1`: tests fail instead of skipping when the Gradio venvs are missing.";
+    Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";
+}
