@@ -1,7 +1,7 @@
 //! `bcb generate`: samples from a model for every task (or a range), resumable.
 
-#[cfg(test)]
 use bcb_envvars::EnvVars;
+#[cfg(test)]
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
