@@ -5,6 +5,8 @@
 # finished, and bcb's wall as a ratio of two floors:
 #   test-time floor = max(longest test, sum of test wall / cores)
 #   CPU floor       = sum of per-sample CPU (rusage of the sample's process tree) / cores
+# and the median per-sample overhead (job wall - test time) where the journal records both.
+# (For the overhead of an older checkout side by side use bench/execute.sh BASELINE_SRC=.)
 #
 # usage: bench/gt-floors.sh [full|hard] [parallel]
 # env:   BASELINE_BCB=path/to/older/bcb (optional), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
@@ -56,7 +58,10 @@ longest = sorted((r for r in cur_rows if r[2]), key=lambda r: -r[2])[:5]
 for name, (rows, wall, rss) in runs.items():
     order = {r[0]: i for i, r in enumerate(rows)}
     ok = sum(r[1] == "pass" for r in rows)
-    print(f"{name:9s} wall {wall:7.1f}s  peak RSS {rss:6.1f} MB  pass {ok}/{len(rows)}")
+    over = sorted(r[3] - r[2] for r in rows if r[2] is not None and r[3] is not None)
+    med = f"{over[len(over) // 2] * 1000:.0f} ms" if over else "n/a (journal has no job wall)"
+    print(f"{name:9s} wall {wall:7.1f}s  peak RSS {rss:6.1f} MB  pass {ok}/{len(rows)}  "
+          f"median per-sample overhead (job wall - test) {med}")
     print(f"{'':9s} longest tasks finished at position: " +
           ", ".join(f"{t[0].split('/')[1]}@{order.get(t[0], -1)}" for t in longest))
 tests = [r[2] or 0.0 for r in cur_rows]

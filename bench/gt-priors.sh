@@ -25,11 +25,17 @@ for line in open(src):
         secs[task] = 241.0
     else:
         secs[task] = 0.1  # failed canonical solutions fail fast
+# Canonical solutions that hang at random until the limit (multiprocessing.Pool's teardown
+# under upstream's kill guard, see README): whatever this run saw, start them first, so a
+# hang overlaps the run instead of becoming its tail.
+for task in ("BigCodeBench/205", "BigCodeBench/363"):
+    if task in secs:
+        secs[task] = 241.0
 if len(secs) != 1140:
     sys.exit(f"{src}: {len(secs)} tasks, expected the full set (1140)")
 with open(dst, "w") as f:
     f.write("# Test time (s) of each task's canonical solution: bcb pool executor, v0.1.4 full, 2 cores.\n")
-    f.write("# Failed canonical solutions: 0.1 (they fail fast); timeouts: 241. Regenerate: bench/gt-priors.sh\n")
+    f.write("# Failed canonical solutions: 0.1 (they fail fast); timeouts and random hangs (205, 363): 241. Regenerate: bench/gt-priors.sh\n")
     for t in sorted(secs, key=lambda t: int(t.split("/")[1])):
         f.write(f"{t}\t{secs[t]:.3f}\n")
 print(f"wrote {dst}: {len(secs)} tasks")

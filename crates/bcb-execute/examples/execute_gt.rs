@@ -68,6 +68,7 @@ fn main() -> anyhow::Result<()> {
     let cfg = ExecConfig {
         python,
         parallel,
+        max_in_flight: 0,
         limits: Limits::default(),
     };
     let start = Instant::now();

@@ -21,7 +21,8 @@ mod verdict;
 pub use error::ExecError;
 pub use job::{program_digest, Job, JobId, Limits, Program};
 pub use local::{
-    host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor, Protection,
+    default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
+    Protection,
 };
 pub use spec::{ExecutorSpec, LocalKind};
 pub use verdict::{Details, Outcome, Status, ALL};
@@ -33,6 +34,9 @@ pub struct ExecConfig {
     pub python: PathBuf,
     /// Samples running at once (CPU-bound); backends may overlap more when idle.
     pub parallel: usize,
+    /// Most samples in flight at once, overlap included (the local backend admits more than
+    /// `parallel` only while CPUs idle and memory allows); 0 = [`default_max_in_flight`].
+    pub max_in_flight: usize,
     pub limits: Limits,
 }
 

@@ -103,3 +103,44 @@ fn process_executor_matches_upstream_verdicts() {
 fn pool_executor_matches_upstream_verdicts() {
     semantics("pool");
 }
+
+/// Tracebacks past the 1 MiB cap keep their end: the last exception line (what the failure
+/// classifier reads) survives a huge earlier exception, and a huge message keeps its start.
+#[test]
+fn a_long_traceback_keeps_its_last_exception_line() {
+    let Some(py) = python() else { return };
+    let chained = "def task_func():\n    try:\n        raise ValueError('x' * 2_000_000)\n    except ValueError:\n        return 1 / 0\n";
+    let huge_message = "def task_func():\n    raise AssertionError('y' * 2_000_000)\n";
+    let jobs = vec![
+        job(0, "long/chained", chained, ONE_TEST, 60.0),
+        job(1, "long/message", huge_message, ONE_TEST, 60.0),
+    ];
+    let out = run("pool", config(py, 2), jobs);
+    for (key, exception) in [
+        (0, "\nZeroDivisionError: division by zero"),
+        (1, "\nAssertionError: yyyyyyyyyy"),
+    ] {
+        let o = &out[&key];
+        assert_eq!(o.status, Status::Fail);
+        let (_, trace) = o.details.iter().next().expect("one failing test");
+        assert!(
+            trace.len() < (1 << 20) + 300,
+            "sample {key}: {} chars",
+            trace.len()
+        );
+        assert!(
+            trace.starts_with("Traceback (most recent call last):\n  [bcb: traceback truncated, ")
+        );
+        // The first unindented line after the header is the exception line.
+        let first = trace
+            .lines()
+            .skip(1)
+            .find(|l| !l.starts_with(char::is_whitespace));
+        assert!(
+            first.is_some_and(|l| l.starts_with(exception.trim_start())),
+            "sample {key}: first unindented line {:?}",
+            first.map(|l| &l[..l.len().min(80)])
+        );
+        assert!(trace.contains(exception), "sample {key}");
+    }
+}

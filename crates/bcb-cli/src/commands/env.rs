@@ -174,6 +174,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let exec_cfg = bcb_execute::ExecConfig {
         python: python.clone(),
         parallel: 1,
+        max_in_flight: 0,
         limits: bcb_execute::Limits::default(),
     };
     // Every protection, in force or not, with the fallback named where it is not.

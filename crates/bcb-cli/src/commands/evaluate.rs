@@ -76,6 +76,10 @@ pub struct Args {
     /// Samples run at once (default: number of cores; < 1 means the default).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub parallel: i64,
+    /// Most samples in flight at once: beyond `--parallel`, more start only while CPUs idle
+    /// (samples that sleep or wait) and MemAvailable covers one more; 0 = parallel + max(parallel, 8).
+    #[arg(long, default_value_t = 0)]
+    pub max_in_flight: usize,
     /// Lower bound of the per-sample limit in seconds (upstream `--min_time_limit`).
     #[arg(long, default_value_t = 1.0)]
     pub min_time_limit: f64,
@@ -415,6 +419,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let config = ExecConfig {
         python,
         parallel: args.parallel(),
+        max_in_flight: args.max_in_flight,
         limits: settings.limits.clone(),
     };
     let executor = spec

@@ -907,6 +907,33 @@ def make_recorder_class(unittest):
 
 
 MAX_TRACE = 1 << 20
+TRACE_HEADER = "Traceback (most recent call last):\n"
+
+
+def clip_traceback(trace, cap=MAX_TRACE):
+    """A traceback of at most about `cap` characters that keeps what a reader (and bcb's
+    failure classifier) looks for: the last traceback's header, its last frame and its
+    exception line, with as much of the message as fits. An indented marker says how much
+    went, so the first unindented line after the header stays the exception line."""
+    if len(trace) <= cap:
+        return trace
+    start = trace.rfind(TRACE_HEADER)
+    if start < 0:
+        return "[bcb: traceback truncated, %d characters dropped]\n" % (len(trace) - cap) + trace[-cap:]
+    pos = frame = start + len(TRACE_HEADER)
+    while pos < len(trace):
+        end = trace.find("\n", pos)
+        end = len(trace) if end < 0 else end + 1
+        line = trace[pos:end]
+        if line.strip() and not line[0].isspace():
+            break  # the exception line
+        if line.startswith("  File "):
+            frame = pos
+        pos = end
+    kept = trace[frame : frame + cap]
+    tail = "\n[bcb: traceback truncated]" if frame + cap < len(trace) else ""
+    dropped = len(trace) - len(kept)
+    return TRACE_HEADER + "  [bcb: traceback truncated, %d characters dropped]\n" % dropped + kept + tail
 
 
 def run_sample(job, cfg, base):
@@ -920,6 +947,7 @@ def run_sample(job, cfg, base):
     # The integrity check runs from these locals, captured before the sample exists
     # (replacing the harness's module attributes does not reach them).
     snap_unittest, snap_harness, diff, foreign = unittest_snapshot, harness_snapshot, snapshot_diff, foreign_tests
+    clip = clip_traceback
     harness_globals = globals()
     umods, uclasses = unittest_modules(unittest)
     limits = cfg["limits"]
@@ -1008,9 +1036,7 @@ def run_sample(job, cfg, base):
                 signal.setitimer(signal.ITIMER_REAL, 0)
             result["test_secs"] = time.time() - start
         for test, trace in test_result.failures + test_result.errors:
-            if len(trace) > MAX_TRACE:
-                trace = trace[:MAX_TRACE] + "\n[bcb: traceback truncated]"
-            details[test.id().split(".")[-1]] = trace
+            details[test.id().split(".")[-1]] = clip(trace)
         result["status"] = "pass" if not details else "fail"
         # Integrity: the sample must not have altered unittest or the test class, and every
         # expected test must have reported exactly one outcome.
@@ -1177,8 +1203,15 @@ def list_descendants(root):
     return out
 
 
+# How long killed processes get to finish exiting: a fork bomb's thousands of SIGKILLed
+# children need CPU time to go, which a loaded machine hands out slowly; leaving before they
+# are gone would hand them to init when the slot exits.
+REAP_SECS = 5.0
+
+
 def kill_cgroups(paths):
-    for _ in range(50):
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
         alive = False
         for path in paths:
             try:
@@ -1218,7 +1251,8 @@ def cleanup_after(pid, cfg):
 
 def kill_orphans():
     """Kill descendants that escaped the group (setsid); as subreaper they are ours."""
-    for _ in range(50):
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
         rest = list_descendants(os.getpid())
         if not rest:
             break

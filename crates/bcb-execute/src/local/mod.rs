@@ -15,4 +15,5 @@ mod wire;
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
 pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection};
+pub use schedule::default_max_in_flight;
 pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};

@@ -129,8 +129,7 @@ impl Executor for PoolExecutor {
             Ok(w) => self.step(w, job),
             Err(e) => setup_failure(e),
         };
-        let extra = self.base.cfg.parallel;
-        run_queue(jobs, self.base.cfg.parallel, extra, &make, &step, done);
+        run_queue(jobs, self.base.admission(), &make, &step, done);
         Ok(())
     }
 

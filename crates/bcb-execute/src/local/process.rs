@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
-use super::schedule::run_queue;
+use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
 use super::verdict::{read_result, slot_failure, Reading};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
@@ -72,6 +72,15 @@ impl Base {
             env,
             root,
         })
+    }
+
+    /// Who may start a sample: `parallel` always, more while the CPUs idle.
+    pub fn admission(&self) -> Admission {
+        let max = match self.cfg.max_in_flight {
+            0 => default_max_in_flight(self.cfg.parallel),
+            n => n,
+        };
+        Admission::new(self.cfg.parallel, max, self.cfg.limits.memory_mb)
     }
 
     /// The slot spec and cgroups for worker `w` (`tag` keeps pool and cold dirs apart).
@@ -170,8 +179,7 @@ impl Executor for ProcessExecutor {
             Ok((spec, _)) => run_cold(spec, job),
             Err(e) => setup_failure(e),
         };
-        let extra = self.base.cfg.parallel;
-        run_queue(jobs, self.base.cfg.parallel, extra, &make, &step, done);
+        run_queue(jobs, self.base.admission(), &make, &step, done);
         Ok(())
     }
 

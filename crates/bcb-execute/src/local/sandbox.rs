@@ -507,6 +507,7 @@ mod tests {
         ExecConfig {
             python: PathBuf::from("/usr/bin/python3"),
             parallel: 1,
+            max_in_flight: 0,
             limits: crate::Limits::default(),
         }
     }

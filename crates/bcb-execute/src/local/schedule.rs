@@ -1,44 +1,246 @@
-//! Work queue shared by the executors: jobs in the caller's order (longest expected first),
-//! `workers` always busy, plus up to `extra` more in flight while the CPUs sit idle
-//! (sleep- or I/O-bound samples), so the wall time approaches the floor.
+//! Work queue shared by the local executors: jobs in the caller's order (longest expected
+//! first), `workers` always busy, and more in flight whenever the CPUs sit idle (samples that
+//! sleep or wait), so a run's wall approaches max(CPU floor, longest single sample).
+//!
+//! Overlap slots are admitted one at a time by [`Admission`], on a fresh measurement taken
+//! after the previous admission had time to show up in it: when half a core of the machine
+//! is idle, or when our own demand (runnable threads of this process's descendants: slots,
+//! samples and their children) is half a core below `workers`, which other load on the
+//! machine cannot fake. An overlap slot that finishes a sample goes on with the next while
+//! our demand stayed within `workers` (it fills the core of a hung sample). Always only while
+//! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
+//! A CPU-bound run therefore keeps `workers` samples running and rarely more.
+//!
+//! The queue learns from timeouts: when a sample of a task times out, the task's samples
+//! still queued move to the front (they probably sleep too), so they overlap with each other
+//! and with the rest of the run instead of starting together at its end. If that timeout
+//! slept (its process tree used under a quarter of its wall time in CPU), the task's other
+//! samples are admitted as sleepers: past `workers` without waiting for idle CPU (which
+//! other load on the machine may never leave), still within memory and `max_in_flight`.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::{ExecError, Job, OnDone, Outcome};
+use crate::{ExecError, Job, OnDone, Outcome, Status};
 
-/// Busy and total jiffies over all CPUs, from /proc/stat.
-fn cpu_jiffies() -> Option<(u64, u64)> {
+/// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
+/// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
+/// sample leaves idle almost as well as a worker would.
+const INTERVAL: Duration = Duration::from_millis(100);
+/// Time a newly admitted sample gets to start working (a fork of a warm slot takes a few
+/// ms) before an idle measurement counts again.
+const SETTLE: Duration = Duration::from_millis(50);
+/// Idle cores (or cores of our own demand below `workers`) needed to admit one more sample.
+const MIN_IDLE_CORES: f64 = 0.5;
+/// Demand samples whose maximum counts (one per interval): a CPU-bound sample between two
+/// tests or waiting on a read for a moment is not mistaken for a sleeper, and a sample
+/// admitted within the window shows at once.
+const DEMAND_WINDOW: usize = 3;
+/// Memory kept free for everything else on the machine, on top of the per-sample estimate.
+const MEMORY_RESERVE_MB: u64 = 512;
+/// Per-sample memory estimate when the limits give none.
+const DEFAULT_SAMPLE_MB: u64 = 1024;
+/// A timeout whose CPU time is below this share of its wall time slept.
+const SLEEPER_CPU_SHARE: f64 = 0.25;
+
+/// Most samples in flight when the caller does not say: `parallel` busy plus as many again,
+/// at least 8 (a sweep's sleepers of one task usually fit), memory permitting.
+pub fn default_max_in_flight(parallel: usize) -> usize {
+    let parallel = parallel.max(1);
+    parallel + parallel.max(8)
+}
+
+/// The admission rule for samples beyond the always-busy `workers`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Admission {
+    pub workers: usize,
+    pub max_in_flight: usize,
+    /// Memory one more sample is expected to need (the memory limit, capped at 1 GiB:
+    /// a sleeper uses far less, and MemAvailable is measured again before each admission).
+    pub per_sample_mb: u64,
+}
+
+/// What the machine looks like when an overlap slot asks to start a sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Load {
+    pub in_flight: usize,
+    /// Idle cores over the last interval; `None` until an interval that began after the
+    /// last admission settled has been measured.
+    pub idle_cores: Option<f64>,
+    /// Our runnable threads, the most of the last intervals (`None` as for `idle_cores`,
+    /// or where /proc has no `children` lists).
+    pub demand: Option<f64>,
+    /// The asking slot just finished a sample, and this is our demand with it running
+    /// (fresh or not): it may go on while that stayed within `workers`.
+    pub renewing: Option<f64>,
+    /// MemAvailable in MB; `None` where /proc/meminfo is unreadable.
+    pub mem_available_mb: Option<u64>,
+    /// The next job's task already had a sample time out asleep.
+    pub next_sleeps: bool,
+}
+
+impl Admission {
+    pub fn new(workers: usize, max_in_flight: usize, memory_limit_mb: u64) -> Admission {
+        let workers = workers.max(1);
+        let per_sample_mb = match memory_limit_mb {
+            0 => DEFAULT_SAMPLE_MB,
+            mb => mb.min(DEFAULT_SAMPLE_MB),
+        };
+        Admission {
+            workers,
+            max_in_flight: max_in_flight.max(workers),
+            per_sample_mb,
+        }
+    }
+
+    /// Whether one more sample may start now.
+    pub fn admits(&self, load: &Load) -> bool {
+        if load.in_flight < self.workers {
+            return true;
+        }
+        if load.in_flight >= self.max_in_flight {
+            return false;
+        }
+        let workers = self.workers as f64;
+        let renew = load.renewing.is_some_and(|d| d <= workers + MIN_IDLE_CORES);
+        let idle = load.idle_cores.is_some_and(|i| i >= MIN_IDLE_CORES);
+        let below_budget = load.demand.is_some_and(|d| d <= workers - MIN_IDLE_CORES);
+        if !(load.next_sleeps || renew || idle || below_budget) {
+            return false; // busy, or no fresh measurement yet (the last admission may not show)
+        }
+        match load.mem_available_mb {
+            Some(mb) => mb >= self.per_sample_mb + MEMORY_RESERVE_MB,
+            // Without /proc/meminfo, stay within the old fixed bound of 2 × workers.
+            None => load.in_flight < 2 * self.workers,
+        }
+    }
+
+    /// Overlap slots worth starting threads for.
+    fn extra_slots(&self, jobs: usize) -> usize {
+        (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
+    }
+}
+
+/// Moves the queued jobs of `task` to the front, keeping their order and everyone else's.
+/// Returns how many moved.
+pub(crate) fn promote_task(queue: &mut VecDeque<Job>, task: &str) -> usize {
+    let (mut front, rest): (VecDeque<Job>, VecDeque<Job>) =
+        queue.drain(..).partition(|j| j.task_id() == task);
+    let moved = front.len();
+    front.extend(rest);
+    *queue = front;
+    moved
+}
+
+/// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
+fn cpu_jiffies() -> Option<(u64, u64, usize)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().next()?;
-    let v: Vec<u64> = line
+    let mut lines = stat.lines();
+    let v: Vec<u64> = lines
+        .next()?
         .split_whitespace()
         .skip(1)
         .filter_map(|x| x.parse().ok())
         .collect();
+    let cpus = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
     let total: u64 = v.iter().sum();
     let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    Some((total - idle, total))
+    Some((total - idle, total, cpus.max(1)))
+}
+
+fn mem_available_mb() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// Runnable threads among this process's descendants (pool slots, samples, their children),
+/// found through /proc's `children` lists; `None` where the kernel has none.
+fn our_demand() -> Option<usize> {
+    let me = std::process::id();
+    let mut stack = vec![me];
+    let mut runnable = 0;
+    while let Some(pid) = stack.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue; // gone meanwhile
+        };
+        for task in tasks.flatten() {
+            let path = task.path();
+            match std::fs::read_to_string(path.join("children")) {
+                Ok(kids) => stack.extend(
+                    kids.split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                ),
+                Err(_) if pid == me => return None,
+                Err(_) => {}
+            }
+            if pid != me {
+                let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+                // state is the first field after the command's closing parenthesis
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next());
+                runnable += usize::from(state == Some('R'));
+            }
+        }
+    }
+    Some(runnable)
+}
+
+/// The last measurement, over the interval that began at `since`.
+#[derive(Clone, Copy)]
+struct IdleSample {
+    since: Instant,
+    idle_cores: f64,
+    /// Our runnable threads, the most of the last [`DEMAND_WINDOW`] intervals.
+    demand: Option<f64>,
+}
+
+struct Shared {
+    queue: VecDeque<Job>,
+    in_flight: usize,
+    last_admission: Option<Instant>,
+    /// Tasks with a sample that timed out asleep.
+    sleepy: HashSet<String>,
+    /// Which overlap slots run a sample. A slot asks only while every lower one is busy,
+    /// so already warm slots are reused before another one warms up.
+    extra_busy: Vec<bool>,
+}
+
+/// Whether `outcome` is a timeout spent mostly waiting rather than computing.
+fn slept(outcome: &Outcome) -> bool {
+    outcome.status == Status::Timeout
+        && outcome
+            .cpu_secs
+            .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)
 }
 
 /// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
-/// into outcomes with `step`.
+/// into outcomes with `step`. `max_in_flight` bounds primary plus overlap slots.
 pub(crate) fn run_queue<W>(
     jobs: Vec<Job>,
-    workers: usize,
-    extra: usize,
+    admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
     step: &(dyn Fn(&mut W, &Job) -> Result<Outcome, ExecError> + Sync),
     done: &OnDone,
 ) {
     let n = jobs.len();
-    let queue = Mutex::new(VecDeque::from(jobs));
-    let workers = workers.max(1).min(n.max(1));
-    let extra = extra.min(n.saturating_sub(workers));
-    // Idle share of all CPUs over the last interval, in percent.
-    let idle_pct = AtomicU32::new(0);
+    let workers = admission.workers.min(n.max(1));
+    let extra = admission.extra_slots(n);
+    let shared = Mutex::new(Shared {
+        queue: VecDeque::from(jobs),
+        in_flight: 0,
+        last_admission: None,
+        sleepy: HashSet::new(),
+        extra_busy: vec![false; extra],
+    });
+    let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
     // Set when the caller asks to stop: no worker takes another job.
     let stopped = AtomicBool::new(false);
@@ -46,50 +248,113 @@ pub(crate) fn run_queue<W>(
         if extra > 0 {
             scope.spawn(|| {
                 let mut last = cpu_jiffies();
+                let mut since = Instant::now();
+                let mut demands: VecDeque<usize> = VecDeque::new();
                 while !finished.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(250));
+                    std::thread::sleep(INTERVAL);
                     let now = cpu_jiffies();
-                    if let (Some((b0, t0)), Some((b1, t1))) = (last, now) {
+                    let demand = our_demand().map(|d| {
+                        demands.push_back(d);
+                        if demands.len() > DEMAND_WINDOW {
+                            demands.pop_front();
+                        }
+                        demands.iter().copied().max().unwrap_or(0) as f64
+                    });
+                    if let (Some((b0, t0, _)), Some((b1, t1, cpus))) = (last, now) {
                         if t1 > t0 {
                             let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
-                            idle_pct.store(((1.0 - busy) * 100.0) as u32, Ordering::Relaxed);
+                            let idle_cores = (1.0 - busy).max(0.0) * cpus as f64;
+                            *idle.lock().unwrap() = Some(IdleSample {
+                                since,
+                                idle_cores,
+                                demand,
+                            });
                         }
                     }
                     last = now;
+                    since = Instant::now();
                 }
             });
         }
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (queue, idle_pct, finished, stopped) = (&queue, &idle_pct, &finished, &stopped);
+            let (shared, idle, stopped) = (&shared, &idle, &stopped);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
+                // An overlap slot that just finished a sample may go on (see `Load::renewing`).
+                let mut just_finished = false;
                 loop {
-                    if !primary {
-                        // Extra slots only take work while at least half a core is idle, and
-                        // re-check after each sample.
-                        let threshold = 100 / (2 * workers as u32).max(1);
-                        loop {
-                            if finished.load(Ordering::Relaxed) || queue.lock().unwrap().is_empty()
-                            {
-                                return;
-                            }
-                            if idle_pct.load(Ordering::Relaxed) >= threshold.max(25) {
-                                break;
-                            }
-                            std::thread::sleep(Duration::from_millis(250));
-                        }
-                    }
                     if stopped.load(Ordering::Relaxed) {
                         break;
                     }
-                    let next = queue.lock().unwrap().pop_front();
-                    let Some(job) = next else { break };
+                    let next = {
+                        let mut s = shared.lock().unwrap();
+                        let Some(front) = s.queue.front() else {
+                            break;
+                        };
+                        let next_sleeps = s.sleepy.contains(front.task_id());
+                        let my_turn = primary
+                            || just_finished
+                            || s.extra_busy[..w - workers].iter().all(|b| *b);
+                        let measured = *idle.lock().unwrap();
+                        let fresh = measured
+                            .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
+                        let load = Load {
+                            in_flight: s.in_flight,
+                            idle_cores: fresh.map(|m| m.idle_cores),
+                            demand: fresh.and_then(|m| m.demand),
+                            renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
+                            mem_available_mb: if primary || !my_turn {
+                                None
+                            } else {
+                                mem_available_mb()
+                            },
+                            next_sleeps,
+                        };
+                        let renew = load.renewing.is_some();
+                        just_finished = false;
+                        if primary || (my_turn && admission.admits(&load)) {
+                            s.in_flight += 1;
+                            if !primary {
+                                s.extra_busy[w - workers] = true;
+                                if !next_sleeps && !renew {
+                                    s.last_admission = Some(Instant::now());
+                                }
+                            }
+                            s.queue.pop_front()
+                        } else {
+                            None
+                        }
+                    };
+                    let Some(job) = next else {
+                        std::thread::sleep(INTERVAL);
+                        continue;
+                    };
                     let outcome = step(&mut state, &job);
-                    if !primary {
-                        // Let the idle measure catch up with what this sample just did.
-                        idle_pct.store(0, Ordering::Relaxed);
+                    {
+                        let mut s = shared.lock().unwrap();
+                        s.in_flight -= 1;
+                        if !primary {
+                            s.extra_busy[w - workers] = false;
+                            just_finished = true;
+                        }
+                        if let Some(o) = outcome
+                            .as_ref()
+                            .ok()
+                            .filter(|o| o.status == Status::Timeout)
+                        {
+                            if slept(o) {
+                                s.sleepy.insert(job.task_id().to_string());
+                            }
+                            let moved = promote_task(&mut s.queue, job.task_id());
+                            if moved > 0 {
+                                tracing::debug!(
+                                    "{} timed out: its {moved} queued sample(s) move to the front",
+                                    job.id
+                                );
+                            }
+                        }
                     }
                     if done(job, outcome).is_break() {
                         stopped.store(true, Ordering::Relaxed);
@@ -102,4 +367,228 @@ pub(crate) fn run_queue<W>(
         }
         finished.store(true, Ordering::Relaxed);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{JobId, Program};
+
+    fn rule() -> Admission {
+        Admission::new(2, 10, 8192)
+    }
+
+    fn load(in_flight: usize, idle: Option<f64>, mem: Option<u64>) -> Load {
+        Load {
+            in_flight,
+            idle_cores: idle,
+            mem_available_mb: mem,
+            next_sleeps: false,
+            demand: None,
+            renewing: None,
+        }
+    }
+
+    #[test]
+    fn overlap_when_our_own_demand_is_below_the_workers_whatever_else_loads_the_machine() {
+        let ours = |demand| Load {
+            demand: Some(demand),
+            ..load(2, Some(0.0), Some(20_000))
+        };
+        assert!(
+            rule().admits(&ours(1.0)),
+            "a worker's sample hangs or sleeps"
+        );
+        assert!(rule().admits(&ours(1.5)));
+        assert!(!rule().admits(&ours(2.0)), "both workers busy");
+        assert!(!rule().admits(&ours(3.0)));
+    }
+
+    #[test]
+    fn our_demand_counts_a_busy_child_and_not_a_sleeping_one() {
+        use std::process::Command;
+        let Some(_) = our_demand() else {
+            return; // a kernel without /proc/PID/task/TID/children
+        };
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let asleep: Vec<usize> = (0..5).filter_map(|_| our_demand()).collect();
+        let mut busy = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let mut seen = 0;
+        for _ in 0..50 {
+            seen = seen.max(our_demand().unwrap_or(0));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for child in [&mut sleeper, &mut busy] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(asleep, [0; 5], "a sleeping child is no demand");
+        assert!(seen >= 1, "a spinning child is runnable");
+    }
+
+    #[test]
+    fn an_overlap_slot_goes_on_while_our_demand_stayed_within_the_workers() {
+        let renewing = |demand| Load {
+            renewing: Some(demand),
+            ..load(2, None, Some(20_000))
+        };
+        assert!(
+            rule().admits(&renewing(2.0)),
+            "it filled a hung worker's core"
+        );
+        assert!(rule().admits(&renewing(2.5)));
+        assert!(
+            !rule().admits(&renewing(3.0)),
+            "it oversubscribed: back to waiting"
+        );
+        assert!(!rule().admits(&Load {
+            renewing: Some(2.0),
+            ..load(10, None, Some(20_000))
+        }));
+    }
+
+    #[test]
+    fn a_known_sleeper_needs_no_idle_cpu_but_memory_and_room() {
+        let sleeper = |in_flight, mem| Load {
+            next_sleeps: true,
+            ..load(in_flight, None, Some(mem))
+        };
+        assert!(rule().admits(&sleeper(5, 20_000)));
+        assert!(!rule().admits(&sleeper(10, 20_000)), "max in flight");
+        assert!(!rule().admits(&sleeper(5, 1000)), "memory");
+    }
+
+    #[test]
+    fn a_timeout_slept_when_its_cpu_time_is_small() {
+        let timeout = |cpu: Option<f64>| Outcome {
+            wall_secs: 10.0,
+            cpu_secs: cpu,
+            ..Outcome::new(Status::Timeout, Default::default())
+        };
+        assert!(slept(&timeout(Some(0.2))));
+        assert!(!slept(&timeout(Some(9.0))), "a CPU hog");
+        assert!(!slept(&timeout(None)), "unmeasured");
+        let fail = Outcome {
+            cpu_secs: Some(0.0),
+            ..timeout(None)
+        };
+        assert!(!slept(&Outcome {
+            status: Status::Fail,
+            ..fail
+        }));
+    }
+
+    #[test]
+    fn workers_always_run_whatever_the_load() {
+        assert!(rule().admits(&load(0, None, None)));
+        assert!(rule().admits(&load(1, Some(0.0), Some(0))));
+    }
+
+    #[test]
+    fn overlap_needs_a_fresh_measure_of_half_an_idle_core() {
+        let r = rule();
+        assert!(
+            !r.admits(&load(2, None, Some(20_000))),
+            "no fresh measurement"
+        );
+        assert!(!r.admits(&load(2, Some(0.3), Some(20_000))), "CPUs busy");
+        assert!(r.admits(&load(2, Some(0.5), Some(20_000))));
+        assert!(r.admits(&load(9, Some(1.8), Some(20_000))));
+    }
+
+    #[test]
+    fn overlap_stops_at_max_in_flight() {
+        assert!(!rule().admits(&load(10, Some(2.0), Some(20_000))));
+        // max_in_flight below workers means just the workers
+        let r = Admission::new(4, 1, 0);
+        assert_eq!(r.max_in_flight, 4);
+        assert!(!r.admits(&load(4, Some(4.0), Some(20_000))));
+    }
+
+    #[test]
+    fn overlap_is_bounded_by_available_memory() {
+        let r = rule(); // 8 GiB limit: the estimate is capped at 1 GiB
+        assert_eq!(r.per_sample_mb, 1024);
+        assert!(!r.admits(&load(2, Some(2.0), Some(1024 + 511))));
+        assert!(r.admits(&load(2, Some(2.0), Some(1024 + 512))));
+        // a small memory limit is its own estimate
+        assert_eq!(Admission::new(2, 10, 300).per_sample_mb, 300);
+        assert_eq!(Admission::new(2, 10, 0).per_sample_mb, 1024);
+    }
+
+    #[test]
+    fn without_meminfo_overlap_keeps_the_old_bound_of_twice_the_workers() {
+        assert!(rule().admits(&load(3, Some(2.0), None)));
+        assert!(!rule().admits(&load(4, Some(2.0), None)));
+    }
+
+    #[test]
+    fn default_max_in_flight_leaves_room_for_a_sweeps_sleepers() {
+        assert_eq!(default_max_in_flight(0), 9);
+        assert_eq!(default_max_in_flight(2), 10);
+        assert_eq!(default_max_in_flight(16), 32);
+    }
+
+    fn job(task: &str, i: usize) -> Job {
+        Job {
+            id: JobId::new(task, Program::Sample(i), ""),
+            code: String::new(),
+            test: String::new(),
+            entry_point: "task_func".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+        }
+    }
+
+    fn order(q: &VecDeque<Job>) -> Vec<String> {
+        q.iter()
+            .map(|j| match j.id.program {
+                Program::Sample(i) => format!("{}/{i}", j.task_id()),
+                Program::GroundTruth => j.task_id().to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_timeout_moves_the_tasks_queued_samples_to_the_front_in_order() {
+        let mut q: VecDeque<Job> = [("a", 0), ("b", 0), ("a", 1), ("c", 0), ("b", 1), ("b", 2)]
+            .into_iter()
+            .map(|(t, i)| job(t, i))
+            .collect();
+        assert_eq!(promote_task(&mut q, "b"), 3);
+        assert_eq!(order(&q), ["b/0", "b/1", "b/2", "a/0", "a/1", "c/0"]);
+        assert_eq!(promote_task(&mut q, "z"), 0);
+        assert_eq!(order(&q), ["b/0", "b/1", "b/2", "a/0", "a/1", "c/0"]);
+    }
+
+    #[test]
+    fn queue_runs_every_job_once_and_promotes_a_timed_out_task() {
+        // Task "slow" times out on its first sample: its other samples run before "fast"'s.
+        let mut jobs = vec![job("slow", 0)];
+        jobs.extend((0..4).map(|i| job("fast", i)));
+        jobs.extend((1..4).map(|i| job("slow", i)));
+        let seen = Mutex::new(Vec::new());
+        let step = |_: &mut (), j: &Job| -> Result<Outcome, ExecError> {
+            let status = if j.task_id() == "slow" {
+                Status::Timeout
+            } else {
+                Status::Pass
+            };
+            Ok(Outcome::new(status, Default::default()))
+        };
+        let done = |j: Job, _o: Result<Outcome, ExecError>| {
+            seen.lock().unwrap().push(j);
+            std::ops::ControlFlow::Continue(())
+        };
+        run_queue(jobs, Admission::new(1, 1, 0), &|_, _| (), &step, &done);
+        let seen: VecDeque<Job> = seen.into_inner().unwrap().into();
+        assert_eq!(
+            order(&seen),
+            ["slow/0", "slow/1", "slow/2", "slow/3", "fast/0", "fast/1", "fast/2", "fast/3"]
+        );
+    }
 }

@@ -25,6 +25,7 @@ pub fn config(python: PathBuf, parallel: usize) -> ExecConfig {
     ExecConfig {
         python,
         parallel,
+        max_in_flight: 0,
         limits: Limits {
             memory_mb: 1024,
             max_processes: 64,

@@ -1,0 +1,88 @@
+//! Idle-tail admission with the real eval env: samples that sleep past their limit overlap
+//! beyond `parallel` instead of holding the workers one after another.
+//! Runs alone (`.config/nextest.toml`): it reads the machine's idle CPU.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bcb_execute::{executor_for, Job, Outcome, Program, Status};
+use common::{config, job, python, ONE_TEST};
+
+const SLEEPER: &str = "import time\ndef task_func():\n    time.sleep(120)\n    return 1\n";
+const QUICK: &str = "def task_func():\n    return 1\n";
+
+/// Largest number of `intervals` (start, end) that contain one common instant.
+fn max_overlap(intervals: &[(f64, f64)]) -> usize {
+    intervals
+        .iter()
+        .map(|&(_, end)| {
+            intervals
+                .iter()
+                .filter(|&&(s, e)| s < end && end <= e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn sleepers_of_a_task_overlap_past_the_workers_and_all_time_out() {
+    let Some(py) = python() else { return };
+    // One sleeper first, four quick samples, then seven more sleepers of the same task: with
+    // 2 workers they would take four waves of the limit; overlapped, about one.
+    let mut jobs: Vec<Job> = vec![job(0, "sleepy", SLEEPER, ONE_TEST, 6.0)];
+    jobs.extend((10..14).map(|k| job(k, "quick", QUICK, ONE_TEST, 6.0)));
+    jobs.extend((1..8).map(|k| job(k, "sleepy", SLEEPER, ONE_TEST, 6.0)));
+    let exec = executor_for("pool", config(py, 2)).expect("executor");
+    let t0 = Instant::now();
+    let seen: Mutex<Vec<(Job, Outcome, f64)>> = Mutex::new(Vec::new());
+    exec.run(jobs, &|job, o| {
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        let end = t0.elapsed().as_secs_f64();
+        seen.lock().unwrap().push((job, o, end));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("run");
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 12, "every job reported once");
+    let mut sleepers = Vec::new();
+    for (job, o, end) in &seen {
+        let Program::Sample(k) = job.id.program else {
+            unreachable!()
+        };
+        eprintln!(
+            "{} sample {k}: {:?} wall {:.1}s ended at {end:.1}s",
+            job.task_id(),
+            o.status,
+            o.wall_secs
+        );
+        if job.task_id() == "sleepy" {
+            assert_eq!(o.status, Status::Timeout, "sleeper {k}: {:?}", o.details);
+            sleepers.push((end - o.wall_secs, *end));
+        } else {
+            assert_eq!(o.status, Status::Pass, "quick {k}: {:?}", o.details);
+        }
+    }
+    // Overlap beyond the old fixed bound (workers + as many extra = 4), whatever else runs
+    // on the machine: what idle CPU does not admit, the first timeout does.
+    let together = max_overlap(&sleepers);
+    assert!(
+        together >= 5,
+        "at most {together} of 8 sleepers were in flight together (2 workers): {sleepers:?}"
+    );
+    // Learning: every sleeper still queued at the first sleeper's timeout started at once
+    // after it, so those were all in flight together.
+    let first_timeout = sleepers.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
+    let late: Vec<(f64, f64)> = sleepers
+        .iter()
+        .copied()
+        .filter(|s| s.0 >= first_timeout)
+        .collect();
+    assert_eq!(
+        max_overlap(&late),
+        late.len(),
+        "sleepers queued behind the first timeout did not all overlap: {late:?}"
+    );
+}
