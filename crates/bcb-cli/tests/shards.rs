@@ -241,6 +241,10 @@ fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
     let out = sharded.run(&[
         "evaluate",
         "-q",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         IDS,
         "--executor",

@@ -266,6 +266,10 @@ fn slurm_array_of_shards_then_merge_equals_one_run() {
     let out = env.run(&[
         "evaluate",
         "-q",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
         "--ids",
         IDS,
         "--executor",
@@ -290,7 +294,10 @@ fn slurm_array_of_shards_then_merge_equals_one_run() {
         .env("BCB", env!("CARGO_BIN_EXE_bcb"))
         .env("SAMPLES", &samples)
         .env("BCB_ARGS", format!("--ids {IDS}"))
-        .env("BCB_EVAL_ARGS", "--executor process -q")
+        .env(
+            "BCB_EVAL_ARGS",
+            "--split complete --subset full --executor process -q",
+        )
         .env("BCB_CACHE_DIR", env.cache.path().join("slurm"))
         .env("BCB_DATASET_DIR", &env.dataset_dir)
         .env("BCB_PYTHON", &env.python)
