@@ -17,11 +17,13 @@ parallel=${2:-$(nproc)}
 timeout=${TIMEOUT:-60}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+# Each run has its own BCB_CACHE_DIR, so the eval env must be named, not found in the cache.
+export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-idle.XXXXXX)}
 mkdir -p "$out"
 (cd "$here" && cargo build -q --release --bin bcb)
 current=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-py=${BCB_PYTHON:-python3}
+py=$BCB_PYTHON
 
 if [ -n "${SAMPLES:-}" ]; then
     cp "$SAMPLES" "$out/samples.jsonl"
@@ -106,7 +108,8 @@ for name in ("baseline", "current"):
     if not os.path.exists(os.path.join(d, "time")):
         continue
     rows = [json.loads(l) for l in open(os.path.join(d, "stamped.jsonl"))]
-    wall, rss = open(os.path.join(d, "time")).read().split()
+    # The last line (time adds "Command exited with non-zero status N" before it).
+    wall, rss = open(os.path.join(d, "time")).read().split("\n")[-2].split()
     if not rows:
         print(f"{name:9s} no verdicts seen (see {d}/err)")
         continue

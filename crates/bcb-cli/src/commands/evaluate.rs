@@ -295,6 +295,88 @@ impl Args {
         Ok(())
     }
 
+    /// Flags that do not go together, refused before anything is loaded.
+    fn check_combinations(&self) -> anyhow::Result<()> {
+        if self.rerun_failures > 0 && (self.execution != "local" || self.shard.is_some()) {
+            bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
+        }
+        if self.rerun_failures > 0 && self.check_gt_only {
+            bail!("--rerun-failures reruns failing samples (and the failing ground truth of their tasks); --check-gt-only has no samples\nhint: to check failing canonical solutions again, run --check-gt-only --ids with the failed tasks");
+        }
+        if self.gt_summary.is_some() && self.execution != "local" {
+            bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
+        }
+        Ok(())
+    }
+
+    fn settings(&self, calibrated: bool, python: &std::path::Path) -> Settings {
+        Settings {
+            split: self.split,
+            calibrated,
+            min_time_limit: self.min_time_limit,
+            base_timeout: self.timeout,
+            limits: self.limits(),
+            runtime: pyenv::runtime_key(python),
+            tamper: self.tamper_policy,
+        }
+    }
+
+    /// `--shard`: a slice of one samples file, or of the ground truth alone.
+    fn shard_plan(
+        &self,
+        ds: &bcb_dataset::Dataset,
+        samples: &[Samples],
+        settings: &Settings,
+        gt_cache: &GtCache,
+    ) -> anyhow::Result<Option<ShardPlan>> {
+        let plan = match (self.shard()?, samples) {
+            (Some(shard), [s]) => ShardPlan::new(ds, s, settings, shard),
+            (Some(shard), []) => ShardPlan::ground_truth(ds, settings, shard, gt_cache),
+            (Some(_), more) => bail!(
+                "--shard takes one samples file, {} were given\nhint: run the shards of each file separately (`bcb merge` joins one file's shards)",
+                more.len()
+            ),
+            (None, _) => return Ok(None),
+        };
+        if self.no_gt && plan.is_ground_truth_only() {
+            bail!("--shard without --samples checks ground truth, which --no-gt skips\nhint: drop --no-gt, or pass --samples");
+        }
+        Ok(Some(plan))
+    }
+
+    /// The dataset, narrowed to `--ids` when given.
+    fn load_dataset(&self) -> anyhow::Result<bcb_dataset::Dataset> {
+        let mut ds = self.dataset.spec().load()?;
+        let ids = bcb_dataset::parse_task_ids(&self.ids);
+        if !ids.is_empty() {
+            ds.retain_ids(&ids)?;
+        }
+        Ok(ds)
+    }
+
+    fn exec_config(&self, python: PathBuf, settings: &Settings) -> ExecConfig {
+        ExecConfig {
+            python,
+            parallel: self.parallel(),
+            max_in_flight: self.max_in_flight,
+            limits: settings.limits.clone(),
+        }
+    }
+
+    fn request(&self, samples: Vec<Samples>, shard: Option<ShardPlan>) -> Request {
+        Request {
+            gt: self.gt_mode(),
+            samples,
+            run: SampleRun {
+                pass_k: self.pass_k.clone(),
+                no_gt: self.no_gt,
+                force: self.force,
+            },
+            parallel: self.parallel(),
+            shard,
+        }
+    }
+
     fn limits(&self) -> Limits {
         Limits {
             max_as_mb: self.max_as_limit,
@@ -377,15 +459,7 @@ impl Args {
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
-    if args.rerun_failures > 0 && (args.execution != "local" || args.shard.is_some()) {
-        bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
-    }
-    if args.rerun_failures > 0 && args.check_gt_only {
-        bail!("--rerun-failures reruns failing samples (and the failing ground truth of their tasks); --check-gt-only has no samples\nhint: to check failing canonical solutions again, run --check-gt-only --ids with the failed tasks");
-    }
-    if args.gt_summary.is_some() && args.execution != "local" {
-        bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
-    }
+    args.check_combinations()?;
     let spec = match args.execution.as_str() {
         "local" => ExecutorSpec::Local(args.executor),
         "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
@@ -394,11 +468,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     };
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
-    let mut ds = args.dataset.spec().load()?;
-    let ids = bcb_dataset::parse_task_ids(&args.ids);
-    if !ids.is_empty() {
-        ds.retain_ids(&ids)?;
-    }
+    let ds = args.load_dataset()?;
     let samples = args.samples(&ds, calibrated)?;
     if args.no_execute {
         for s in &samples {
@@ -407,37 +477,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let python = pyenv::resolve_python(args.python.as_deref())?;
-    let settings = Settings {
-        split: args.split,
-        calibrated,
-        min_time_limit: args.min_time_limit,
-        base_timeout: args.timeout,
-        limits: args.limits(),
-        runtime: pyenv::runtime_key(&python),
-        tamper: args.tamper_policy,
-    };
-    let config = ExecConfig {
-        python,
-        parallel: args.parallel(),
-        max_in_flight: args.max_in_flight,
-        limits: settings.limits.clone(),
-    };
+    let settings = args.settings(calibrated, &python);
     let executor = spec
-        .build(config)
+        .build(args.exec_config(python, &settings))
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
-    let shard = match (args.shard()?, samples.as_slice()) {
-        (Some(shard), [s]) => Some(ShardPlan::new(&ds, s, &settings, shard)),
-        (Some(shard), []) => Some(ShardPlan::ground_truth(&ds, &settings, shard, &gt_cache)),
-        (Some(_), more) => bail!(
-            "--shard takes one samples file, {} were given\nhint: run the shards of each file separately (`bcb merge` joins one file's shards)",
-            more.len()
-        ),
-        (None, _) => None,
-    };
-    if args.no_gt && shard.as_ref().is_some_and(ShardPlan::is_ground_truth_only) {
-        bail!("--shard without --samples checks ground truth, which --no-gt skips\nhint: drop --no-gt, or pass --samples");
-    }
+    let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
     // Protections in force are part of the cache key: a sandbox that allows more may give
     // another verdict.
     let verdict_cache = (!args.no_cache && !samples.is_empty()).then(|| {
@@ -473,23 +518,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if let Some(cache) = &verdict_cache {
         sinks.push(Box::new(VerdictCacheSink::new(cache)));
     }
-    let request = Request {
-        gt: args.gt_mode(),
-        samples,
-        run: SampleRun {
-            pass_k: args.pass_k.clone(),
-            no_gt: args.no_gt,
-            force: args.force,
-        },
-        parallel: args.parallel(),
-        shard,
-    };
-    let retry = RetryPolicy {
-        retries: args.exec_retries,
-        ..Default::default()
-    };
+    let request = args.request(samples, shard);
     Session::new(&ds, executor.as_ref(), &settings, sinks)
-        .with_retry(retry)
+        .with_retry(RetryPolicy {
+            retries: args.exec_retries,
+            ..Default::default()
+        })
         .with_rerun_failures(args.rerun_failures)
         .with_reuse(Reuse {
             dedup: !args.no_dedup,
@@ -497,17 +531,24 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         })
         .run(&gt_cache, &request)?;
     if let Some(plan) = request.shard.as_ref().filter(|s| s.is_ground_truth_only()) {
-        let tag = plan.shard.tag();
-        println!(
-            "ground-truth shard {}/{} done: {} task(s) in {}",
-            tag.index,
-            tag.count,
-            plan.tasks.len(),
-            plan.journal.display()
-        );
-        println!("merge all shards with: bcb merge --check-gt-only (same BCB_CACHE_DIR and dataset flags)");
+        say_ground_truth_shard_done(plan);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a ground-truth-only shard leaves, and how to join the shards.
+fn say_ground_truth_shard_done(plan: &ShardPlan) {
+    let tag = plan.shard.tag();
+    println!(
+        "ground-truth shard {}/{} done: {} task(s) in {}",
+        tag.index,
+        tag.count,
+        plan.tasks.len(),
+        plan.journal.display()
+    );
+    println!(
+        "merge all shards with: bcb merge --check-gt-only (same BCB_CACHE_DIR and dataset flags)"
+    );
 }
 
 #[cfg(test)]
