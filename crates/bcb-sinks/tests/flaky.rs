@@ -3,54 +3,19 @@
 //! (not flaky), a canonical solution that fails once, and a run stopped during the reruns
 //! that resumes without redoing them. The real eval env is tested in bcb-cli (`evaluate.rs`).
 
+mod common;
+
+use common::{dataset, settings};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bcb_dataset::{Dataset, Split, Subset};
+use bcb_dataset::Dataset;
 use bcb_eval::flaky::rerun_journal_path;
 use bcb_eval::plan::samples_journal_key;
-use bcb_eval::{
-    GtCache, RetryPolicy, RunReport, SampleRun, Samples, Session, SessionError, Settings,
-};
-use bcb_execute::{ExecError, Job, Limits, Outcome, Program};
+use bcb_eval::{GtCache, RetryPolicy, RunReport, SampleRun, Samples, Session, SessionError};
+use bcb_execute::{ExecError, Job, Outcome, Program};
 use bcb_sinks::{ProgressMode, StandardSinks};
 use bcb_testkit::{fail, pass, FakeExecutor};
-
-fn dataset(dir: &Path) -> Dataset {
-    let mut text = String::new();
-    for i in 0..3 {
-        let row = serde_json::json!({
-            "task_id": format!("BigCodeBench/{i}"),
-            "complete_prompt": format!("def task_func():\n    \"\"\"Task {i}.\"\"\"\n"),
-            "instruct_prompt": "Write task_func.",
-            "canonical_solution": format!("    return {i}\n"),
-            "code_prompt": "def task_func():\n",
-            "test": "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        pass\n",
-            "entry_point": "task_func",
-        });
-        text.push_str(&row.to_string());
-        text.push('\n');
-    }
-    Dataset::from_jsonl_bytes(
-        text.as_bytes(),
-        &dir.join("ds.jsonl"),
-        Subset::Full,
-        "v0.1.4",
-    )
-    .unwrap()
-}
-
-fn settings() -> Settings {
-    Settings {
-        split: Split::Complete,
-        calibrated: true,
-        min_time_limit: 1.0,
-        base_timeout: 240.0,
-        limits: Limits::default(),
-        runtime: "test".into(),
-        tamper: Default::default(),
-    }
-}
 
 /// Two samples per task: sample 1 of task 0 is always wrong (`STABLE`), sample 1 of task 2
 /// fails on its first attempt only (`FLAKY`).

@@ -3,11 +3,14 @@
 //! resuming a killed run. The same session with the real eval env is tested in bcb-cli
 //! (`tests/reuse.rs`).
 
+mod common;
+
+use common::settings;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bcb_dataset::{Dataset, Split, Subset};
+use bcb_dataset::Dataset;
 use bcb_eval::plan::samples_journal_key;
 use bcb_eval::session::Reuse;
 use bcb_eval::verdict_cache::{self, VerdictCache};
@@ -15,44 +18,14 @@ use bcb_eval::{
     Event, GtCache, GtMode, Origin, Phase, Request, RetryPolicy, RunReport, SampleRun, Samples,
     Session, SessionError, Settings, Sink,
 };
-use bcb_execute::{ExecError, Job, Limits, Outcome, Program, Status};
+use bcb_execute::{ExecError, Job, Outcome, Program, Status};
 use bcb_sinks::{ProgressMode, StandardSinks, VerdictCacheSink};
 use bcb_testkit::{fail, pass, FakeExecutor};
 
 fn dataset(dir: &Path) -> Dataset {
-    let mut text = String::new();
-    for i in 0..3 {
-        let row = serde_json::json!({
-            "task_id": format!("BigCodeBench/{i}"),
-            "complete_prompt": format!("def task_func():\n    \"\"\"Task {i}.\"\"\"\n"),
-            "instruct_prompt": "Write task_func.",
-            "canonical_solution": format!("    return {i}\n"),
-            "code_prompt": "def task_func():\n",
-            "test": format!("import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), {i})\n"),
-            "entry_point": "task_func",
-        });
-        text.push_str(&row.to_string());
-        text.push('\n');
-    }
-    Dataset::from_jsonl_bytes(
-        text.as_bytes(),
-        &dir.join("ds.jsonl"),
-        Subset::Full,
-        "v0.1.4",
-    )
-    .unwrap()
-}
-
-fn settings() -> Settings {
-    Settings {
-        split: Split::Complete,
-        calibrated: true,
-        min_time_limit: 1.0,
-        base_timeout: 240.0,
-        limits: Limits::default(),
-        runtime: "test".into(),
-        tamper: Default::default(),
-    }
+    common::dataset_with_tests(dir, |i| {
+        format!("import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), {i})\n")
+    })
 }
 
 /// `n` samples per task, each `return {answers[k % len]}`: a sweep with duplicates.

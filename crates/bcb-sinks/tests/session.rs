@@ -3,40 +3,19 @@
 //! ground-truth cache keys and ground-truth shards. The real local backend is tested end to end
 //! in bcb-cli.
 
+mod common;
+
+use common::dataset;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bcb_dataset::{Dataset, Split, Subset};
+use bcb_dataset::{Dataset, Split};
 use bcb_eval::journal::{read_journal, samples_journal_path};
 use bcb_eval::plan::samples_journal_key;
 use bcb_eval::{GtCache, RetryPolicy, SampleRun, Samples, Session, SessionError, Settings};
 use bcb_execute::{ExecError, Limits, Program, Status};
 use bcb_sinks::{ProgressMode, StandardSinks};
 use bcb_testkit::{fail, pass, FakeExecutor};
-
-fn dataset(dir: &Path) -> Dataset {
-    let mut text = String::new();
-    for i in 0..3 {
-        let row = serde_json::json!({
-            "task_id": format!("BigCodeBench/{i}"),
-            "complete_prompt": format!("def task_func():\n    \"\"\"Task {i}.\"\"\"\n"),
-            "instruct_prompt": "Write task_func.",
-            "canonical_solution": format!("    return {i}\n"),
-            "code_prompt": "def task_func():\n",
-            "test": "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        pass\n",
-            "entry_point": "task_func",
-        });
-        text.push_str(&row.to_string());
-        text.push('\n');
-    }
-    Dataset::from_jsonl_bytes(
-        text.as_bytes(),
-        &dir.join("ds.jsonl"),
-        Subset::Full,
-        "v0.1.4",
-    )
-    .unwrap()
-}
 
 fn settings(base_timeout: f64) -> Settings {
     Settings {
