@@ -591,12 +591,10 @@ impl<'a> Session<'a> {
         for id in &st.reported {
             unreported.remove(id);
         }
-        // Jobs the executor never started (it stopped early) run again too.
+        // Jobs the executor never started (it stopped early) run again too (those with an
+        // error were reported, so are not among them: no scan of `retry` per job).
         let mut retry = st.retry;
-        let mut rest: Vec<Job> = unreported
-            .into_values()
-            .filter(|j| !retry.iter().any(|r| r.id == j.id))
-            .collect();
+        let mut rest: Vec<Job> = unreported.into_values().collect();
         rest.sort_by(|a, b| a.id.cmp(&b.id));
         retry.extend(rest);
         crate::plan::longest_first(&mut retry);
@@ -631,7 +629,7 @@ pub fn assemble(
                 let o = done.get(&p.id)?;
                 Some(SampleResult {
                     task_id: task.task_id.clone(),
-                    solution: p.solution.clone(),
+                    solution: p.solution.to_string(),
                     status: o.status,
                     details: o.details.clone(),
                     flaky: false,
