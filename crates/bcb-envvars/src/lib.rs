@@ -101,4 +101,6 @@ env_vars! {
     Tests BCB_REQUIRE_SLURM "`1`: tests fail instead of skipping when Slurm and MUNGE are missing (needs root).";
     Tests BCB_SLURM_SBIN "Directory of `slurmctld`, `slurmd` and `munged` for the Slurm test (default `/usr/sbin`).";
     Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";
+    Tests BCB_REQUIRE_WHEEL "`1`: tests fail instead of skipping when maturin is missing (`.ci/setup-wheel.sh`).";
+    Tests BCB_MATURIN "The `maturin` executable the wheel test builds bcb's wheel with (`.ci/setup-wheel.sh` prints it).";
 }
