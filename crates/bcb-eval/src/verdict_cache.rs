@@ -3,7 +3,7 @@
 //!
 //! Layout: `{cache}/verdicts/{env}/{segment}.jsonl`. `env` digests everything a run shares
 //! that can change a verdict (limits, time settings, the eval env's lock and the harness — see
-//! [`Settings::verdict_key`] — and the sandbox protections in force); each segment is a
+//! [`Settings::execution_key`] — and the sandbox protections in force); each segment is a
 //! journal (the same header and reader as run journals) of the verdicts one run executed,
 //! each record keyed by [`entry_key`] (the task's test code and entry point, the job's time
 //! limit and the program digest). A run that executed something writes one new segment when
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::journal::{read_records, JournalHeader};
-use crate::plan::Settings;
+use crate::settings::Settings;
 
 /// Bumped when what a key covers changes; older entries are then never found.
 const CACHE_FORMAT: u32 = 1;
@@ -108,7 +108,7 @@ impl VerdictCache {
         h.update(
             format!(
                 "bcb-verdicts-{CACHE_FORMAT} {} sandbox={sandbox}",
-                settings.verdict_key()
+                settings.execution_key()
             )
             .as_bytes(),
         );

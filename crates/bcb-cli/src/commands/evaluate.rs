@@ -505,8 +505,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         shard: shard.as_ref(),
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
-            args.split.as_str(),
-            ds.subset.as_str(),
+            args.split,
+            ds.subset,
             args.check_gt_only,
             args.no_gt,
             save_pass_rate,

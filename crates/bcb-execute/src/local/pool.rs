@@ -9,6 +9,7 @@ use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec, PRELOAD};
 use super::verdict::{read_result, slot_failure, Reading};
+use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
 /// Fresh slot after this many samples (bounds any slow drift in the supervisor).
@@ -118,19 +119,38 @@ impl PoolExecutor {
     }
 }
 
+impl PoolExecutor {
+    fn serve_upto(
+        &self,
+        source: &dyn JobSource,
+        jobs: Option<usize>,
+        done: &OnServed,
+    ) -> Result<(), ExecError> {
+        let make = |w: usize, primary: bool| self.worker(w, primary);
+        let step = |state: &mut Result<Worker>, job: &Job| match state {
+            Ok(w) => self.step(w, job),
+            Err(e) => setup_failure(e),
+        };
+        run_queue(source, jobs, self.base.admission(), &make, &step, done);
+        Ok(())
+    }
+}
+
 impl Executor for PoolExecutor {
     fn name(&self) -> &'static str {
         "pool"
     }
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
-        let make = |w: usize, primary: bool| self.worker(w, primary);
-        let step = |state: &mut Result<Worker>, job: &Job| match state {
-            Ok(w) => self.step(w, job),
-            Err(e) => setup_failure(e),
-        };
-        run_queue(jobs, self.base.admission(), &make, &step, done);
-        Ok(())
+        let n = jobs.len();
+        run_via_serve(jobs, done, |source, done| {
+            self.serve_upto(source, Some(n), done)
+        })
+    }
+
+    /// Slots stay warm for as long as `source` stays open.
+    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
+        self.serve_upto(source, None, done)
     }
 
     fn protections(&self) -> Vec<String> {
