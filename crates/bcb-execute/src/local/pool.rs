@@ -1,5 +1,6 @@
 //! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -17,6 +18,8 @@ const RECYCLE_AFTER: usize = 400;
 
 pub struct PoolExecutor {
     base: Base,
+    /// Warm interpreters started so far (a warm executor starts them once, not per run).
+    slots_started: AtomicUsize,
 }
 
 impl PoolExecutor {
@@ -28,7 +31,20 @@ impl PoolExecutor {
     pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(PoolExecutor {
             base: Base::new(cfg, iso)?,
+            slots_started: AtomicUsize::new(0),
         })
+    }
+
+    /// Warm interpreters started so far: first use, recycling after many samples, and
+    /// replacing a dead one. Serving over time ([`Executor::serve`]) keeps them; each
+    /// [`Executor::run`] starts its own.
+    pub fn slots_started(&self) -> usize {
+        self.slots_started.load(Ordering::Relaxed)
+    }
+
+    fn spawn_slot(&self, spec: &SlotSpec) -> Result<Slot> {
+        self.slots_started.fetch_add(1, Ordering::Relaxed);
+        Slot::spawn(spec)
     }
 }
 
@@ -62,7 +78,7 @@ impl PoolExecutor {
         cold.one_shot = true;
         // Start warming now so the first sample does not wait on imports.
         let slot = if primary {
-            Slot::spawn(&warm)
+            self.spawn_slot(&warm)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         } else {
@@ -88,7 +104,7 @@ impl PoolExecutor {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match Slot::spawn(&w.warm) {
+            match self.spawn_slot(&w.warm) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
