@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use bcb_execute::{Job, JobId, Outcome, Status};
+use bcb_execute::{Job, JobId, Outcome, Remark, Status};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -63,11 +63,11 @@ pub fn entry_key(job: &Job) -> String {
 /// Whether a verdict may be reused by later runs. Timeouts depend on the machine's load; a
 /// kill (memory limit, signal, a cold retry) may be the machine's doing too.
 pub fn cacheable(outcome: &Outcome) -> bool {
-    let killed = outcome
-        .note
-        .as_deref()
-        .is_some_and(|n| n.contains("killed") || n.contains("retried") || n.contains("harness"));
-    outcome.status != Status::Timeout && !killed
+    outcome.status != Status::Timeout
+        && outcome
+            .remark
+            .as_ref()
+            .is_none_or(Remark::keeps_verdict_reusable)
 }
 
 /// The cache of one environment: what earlier runs left (loaded on open), and what this run

@@ -27,7 +27,7 @@ pub use local::{
     Protection,
 };
 pub use spec::{ExecutorSpec, LocalKind};
-pub use verdict::{Details, Outcome, Status, ALL};
+pub use verdict::{Details, Outcome, Remark, Status, ALL};
 
 /// Interpreter and limits every local backend needs.
 #[derive(Debug, Clone)]

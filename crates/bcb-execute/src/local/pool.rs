@@ -11,7 +11,7 @@ use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec, PRELOAD};
 use super::verdict::{read_result, slot_failure, Reading};
 use crate::intake::{run_via_serve, JobSource, OnServed};
-use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
+use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome, Remark};
 
 /// Fresh slot after this many samples (bounds any slow drift in the supervisor).
 const RECYCLE_AFTER: usize = 400;
@@ -118,10 +118,12 @@ impl PoolExecutor {
                 Reading::Done(o) => Ok(o),
                 Reading::Abnormal(first) => {
                     let mut o = run_cold(&w.cold, job)?;
-                    let why = first.note.unwrap_or_default();
-                    o.note = Some(match o.note {
-                        Some(n) => format!("{n}; retried cold after: {why}"),
-                        None => format!("retried cold after: {why}"),
+                    let after = first.remark.unwrap_or(Remark::Other {
+                        text: "an abnormal reading".into(),
+                    });
+                    o.remark = Some(Remark::RetriedCold {
+                        after: Box::new(after),
+                        then: o.remark.take().map(Box::new),
                     });
                     o.wall_secs = start.elapsed().as_secs_f64();
                     Ok(o)
