@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use bcb_dataset::{Split, Subset};
+
+pub use crate::flaky::rerun_journal_path;
 use bcb_execute::{JobId, Outcome};
 use serde::{Deserialize, Serialize};
 

@@ -2,43 +2,50 @@
 //! ground truth then samples through an executor and emits typed [`Event`]s, and the
 //! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
 //!
-//! Rooms: [`settings`] (what changes a verdict, and the keys derived from it), [`plan`]
-//! (programs → jobs, longest first, shards), `engine` (one executor serving a fair queue of
-//! submissions), `runner` (retry + breaker), [`session`] (the phases of a batch run),
-//! [`warm`] (a long-lived session taking submissions over time), `assembly` (results and
-//! reports, shared with `merge`), [`error`].
+//! Rooms (private modules; what others use is re-exported here):
+//! - `settings`: what can change a verdict ([`Settings`]), and the keys derived from it;
+//! - `plan`: programs → jobs with limits, longest first, the split into shards;
+//! - `engine`: ONE executor serving a fair queue of submissions (round-robin between them);
+//! - `runner`: a submission's jobs to a verdict each, with retries and the breaker;
+//! - `session`: the phases of a batch run ([`Session`]: ground truth, samples, reruns);
+//! - `warm`: a long-lived session taking submissions over time ([`WarmSession`]);
+//! - `assembly`: results in upstream's order and run reports (shared with `merge`);
+//! - `error`: [`SessionError`].
+//!
+//! Public modules are file formats and tools around runs: [`journal`], [`verdict_cache`],
+//! [`shard`] (merging shard journals), [`cost`] (`bcb plan`), [`passk`].
 
 mod assembly;
 pub mod cost;
 mod dedup;
 mod engine;
-pub mod error;
-pub mod event;
-pub mod flaky;
-pub mod ground_truth;
+mod error;
+mod event;
+mod flaky;
+mod ground_truth;
 pub mod journal;
-pub mod limits;
+mod limits;
 pub mod passk;
-pub mod plan;
+mod plan;
 mod priors;
-pub mod results;
+mod results;
 mod runner;
-pub mod session;
-pub mod settings;
+mod session;
+mod settings;
 pub mod shard;
 pub mod verdict_cache;
-pub mod warm;
+mod warm;
 
 pub use assembly::{assemble, build_report};
-pub use engine::EngineStats;
 pub use error::SessionError;
 pub use event::{Event, Origin, Phase, RunReport, Sink};
-pub use ground_truth::{GroundTruth, GtCache};
-pub use plan::{Samples, Shard};
+pub use ground_truth::{failure_summary, GroundTruth, GtCache};
+pub use limits::DEFAULT_BASE_TIMEOUT;
+pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
 pub use session::{GtMode, Request, Reuse, SampleRun, Session};
 pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
-pub use warm::{Submission, SubmitOptions, SubmitSample, WarmSession, WarmStats};
+pub use warm::{Submission, SubmitOptions, SubmitSample, WarmOptions, WarmSession, WarmStats};

@@ -18,7 +18,7 @@ use crate::ground_truth::{canonical_program, GroundTruth};
 use crate::journal::ShardTag;
 use crate::limits::{ground_truth_time_limit, sample_time_limit};
 use crate::priors;
-pub use crate::settings::{samples_journal_key, Settings};
+pub use crate::settings::Settings;
 
 /// The code a sample executes: its solution (a completion joined to the task's prompt, as
 /// upstream does), calibrated (`code_prompt + "\n    pass\n" + solution`) if asked.

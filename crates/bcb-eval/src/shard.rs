@@ -17,7 +17,8 @@ use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{
     read_header, read_journal, shard_journal_path, JournalHeader, JournalRecord, PlanInfo,
 };
-use crate::plan::{shard_tasks, Samples, Shard};
+pub use crate::plan::shard_tasks;
+use crate::plan::{Samples, Shard};
 use crate::settings::Settings;
 
 /// What one shard runs and where it keeps it.

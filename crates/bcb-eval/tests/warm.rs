@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bcb_eval::warm::WarmOptions;
+use bcb_eval::WarmOptions;
 use bcb_eval::{GtCache, SessionError, SubmitOptions, SubmitSample, WarmSession};
 use bcb_execute::{Executor, Program};
 use bcb_samples::SampleBody;

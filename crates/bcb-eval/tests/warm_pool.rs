@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bcb_eval::warm::WarmOptions;
+use bcb_eval::WarmOptions;
 use bcb_eval::{GtCache, SubmitOptions, SubmitSample, WarmSession};
 use bcb_execute::{ExecConfig, Executor, Limits, PoolExecutor};
 use bcb_samples::SampleBody;

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use bcb_dataset::{Split, Subset};
-use bcb_eval::ground_truth::failure_summary;
+use bcb_eval::failure_summary;
 use bcb_eval::{Event, Sink};
 
 pub struct ConsoleSummary {
