@@ -83,8 +83,8 @@ pub fn build_report(
         pass_at_k: PassAtK {
             values,
             model: model_name(&samples.path),
-            split: split.as_str().to_string(),
-            subset: dataset.subset.as_str().to_string(),
+            split,
+            subset: dataset.subset,
             calibrated,
             gt_pass_rate,
             failed_tasks,
