@@ -210,3 +210,62 @@ impl Bell {
         let _ = self.cv.wait_timeout_while(g, timeout, |n| *n == seen);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{JobId, Program, Status};
+
+    fn job(i: usize) -> Job {
+        Job {
+            id: JobId::new("t", Program::Sample(i), &i.to_string()),
+            code: String::new(),
+            test: String::new(),
+            entry_point: "task_func".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+        }
+    }
+
+    #[test]
+    fn a_batch_backend_that_gives_up_reports_its_unreported_jobs_with_the_error() {
+        let source = VecSource::new((0..3).map(job).collect());
+        let seen = Mutex::new(Vec::new());
+        let done = |t: Ticket, _j: Job, r: Result<Outcome, ExecError>| {
+            seen.lock().unwrap().push((t, r.is_ok()));
+        };
+        serve_in_batches(&source, &done, 2, |jobs, d| {
+            let first = jobs.into_iter().next().unwrap();
+            let _ = d(first, Ok(Outcome::new(Status::Pass, Default::default())));
+            Err(ExecError::transient("connection lost"))
+        })
+        .unwrap();
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [(Ticket(0), true), (Ticket(1), false), (Ticket(2), true)],
+            "batches of 2: job 1 got the error, job 2 ran in the next batch"
+        );
+    }
+
+    #[test]
+    fn run_via_serve_stops_on_break() {
+        let ran = Mutex::new(0);
+        run_via_serve(
+            (0..5).map(job).collect(),
+            &|_, _| {
+                *ran.lock().unwrap() += 1;
+                ControlFlow::Break(())
+            },
+            |source, done| {
+                while let Some((t, j)) = source.pull() {
+                    done(t, j, Err(ExecError::transient("x")));
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(*ran.lock().unwrap(), 1);
+    }
+}
