@@ -86,3 +86,75 @@ fn sleepers_of_a_task_overlap_past_the_workers_and_all_time_out() {
         "sleepers queued behind the first timeout did not all overlap: {late:?}"
     );
 }
+
+/// Sleeps two seconds, then spins with eight processes until killed.
+const WAKES_AND_SPINS: &str = "import os, time\ndef task_func():\n    time.sleep(2)\n    for _ in range(7):\n        if os.fork() == 0:\n            while True:\n                pass\n    while True:\n        pass\n";
+/// Waits six seconds (I/O, say), then needs 1.5 s of CPU: within its 14-s limit on any
+/// core it is given, even on a loaded machine.
+const CPU_BOUND: &str = "import time\ndef task_func():\n    time.sleep(6)\n    t = time.process_time()\n    while time.process_time() - t < 1.5:\n        pass\n    return 1\n";
+
+type Seen = Vec<(String, usize, Status, f64, f64)>;
+
+fn verdicts(max_in_flight: usize, py: std::path::PathBuf) -> Seen {
+    // The two CPU-bound samples start first (the `--parallel` ones) and wait; meanwhile the
+    // idle CPU admits the sleepers, which wake up spinning while the first two compute.
+    let mut jobs: Vec<Job> = (20..22)
+        .map(|k| job(k, "cpu", CPU_BOUND, ONE_TEST, 14.0))
+        .collect();
+    jobs.extend((0..4).map(|k| job(k, "spins", WAKES_AND_SPINS, ONE_TEST, 16.0)));
+    jobs.extend((10..13).map(|k| job(k, "sleeps", SLEEPER, ONE_TEST, 6.0)));
+    let mut cfg = config(py, 2);
+    cfg.max_in_flight = max_in_flight;
+    let exec = executor_for("process", cfg).expect("executor");
+    let t0 = Instant::now();
+    let seen = Mutex::new(Vec::new());
+    exec.run(jobs, &|job, o| {
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        let end = t0.elapsed().as_secs_f64();
+        let Program::Sample(k) = job.id.program else {
+            unreachable!()
+        };
+        eprintln!(
+            "max-in-flight {max_in_flight}: {} {k}: {:?} wall {:.1}s cpu {:?} ended at {end:.1}s",
+            job.task_id(),
+            o.status,
+            o.wall_secs,
+            o.cpu_secs,
+        );
+        seen.lock().unwrap().push((
+            job.task_id().to_string(),
+            k,
+            o.status,
+            end - o.wall_secs,
+            end,
+        ));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("run");
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort_by_key(|s| s.1);
+    seen
+}
+
+#[test]
+fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict() {
+    let Some(py) = python() else { return };
+    let default = verdicts(0, py.clone());
+    let strict = verdicts(2, py);
+    let expected = |task: &str| match task {
+        "cpu" => Status::Pass,
+        _ => Status::Timeout,
+    };
+    for (task, k, status, _, _) in default.iter().chain(&strict) {
+        assert_eq!(*status, expected(task), "{task} {k}");
+    }
+    let statuses = |v: &Seen| v.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>();
+    assert_eq!(statuses(&default), statuses(&strict));
+    // The idle tail stays overlapped: the pure sleepers ran together past the two workers.
+    let sleepers: Vec<(f64, f64)> = default
+        .iter()
+        .filter(|s| s.0 == "sleeps")
+        .map(|s| (s.3, s.4))
+        .collect();
+    assert_eq!(max_overlap(&sleepers), 3, "sleepers: {sleepers:?}");
+}
