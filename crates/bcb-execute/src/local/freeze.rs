@@ -378,11 +378,35 @@ mod tests {
     }
 
     #[test]
-    fn the_frozen_clock_counts_only_frozen_time_and_a_dead_supervisor_thaws_the_cgroup() {
+    fn roles_follow_samples_the_oldest_extra_takes_a_finished_primarys_place() {
+        let seats: Vec<Seat> = (0..4).map(|_| Seat::default()).collect();
+        seats[0].begin(Role::Primary);
+        seats[2].begin(Role::Extra);
+        std::thread::sleep(Duration::from_millis(5));
+        seats[3].begin(Role::Extra);
+        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert!(promote_oldest(&seats));
+        let role = |i: usize| seats[i].running.lock().unwrap().as_ref().map(|r| r.role);
+        assert_eq!(role(2), Some(Role::Primary), "the oldest extra");
+        assert_eq!(role(3), Some(Role::Extra));
+        // the worker that ran the finished primary now starts an extra
+        seats[0].begin(Role::Extra);
+        assert_eq!(seats[2].end(), Some(Role::Primary));
+        assert!(promote_oldest(&seats));
+        assert_eq!(role(3), Some(Role::Primary));
+        assert_eq!(role(0), Some(Role::Extra));
+    }
+
+    #[test]
+    fn a_freeze_the_supervisor_never_got_does_not_count() {
         let dir = tempfile::tempdir().unwrap();
         let (r, w) = std::io::pipe().unwrap();
         drop(r); // the supervisor is gone: writes fail
-        let f = Freezable::new(dir.path().to_path_buf(), Arc::new(File::from(w.into())), 0);
+        let f = Freezable::new(
+            dir.path().to_path_buf(),
+            Arc::new(File::from(std::os::fd::OwnedFd::from(w))),
+            0,
+        );
         f.freeze();
         assert!(!f.is_frozen(), "a freeze nobody received does not count");
         assert_eq!(f.frozen_for(), Duration::ZERO);
