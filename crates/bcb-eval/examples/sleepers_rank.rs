@@ -71,7 +71,7 @@ fn report(name: &str, samples: &[Sample], with_score: bool) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     assert!(
-        !args.is_empty() && args.len() % 2 == 0,
+        !args.is_empty() && args.len().is_multiple_of(2),
         "usage: sleepers_rank SAMPLES RESULTS [SAMPLES RESULTS ...]"
     );
     let mut all = Vec::new();

@@ -1,6 +1,9 @@
-//! Idle-tail admission with the real eval env: samples that sleep past their limit overlap
-//! beyond `parallel` instead of holding the workers one after another.
+//! Admission with the real eval env: samples that sleep past their limit overlap beyond
+//! `parallel` instead of holding the workers one after another, and samples admitted beyond
+//! `parallel` never take the cores of the others (the freezer governor).
 //! Runs alone (`.config/nextest.toml`): it reads the machine's idle CPU.
+
+#![allow(clippy::print_stderr)] // helpers report what each run saw
 
 mod common;
 
