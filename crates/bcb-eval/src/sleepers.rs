@@ -6,7 +6,13 @@
 //! orders: a likely sleeper's expected time becomes its share of the time limit, and the plan
 //! runs the longest first ([`crate::plan::longest_first`]). Within a run the executor also
 //! learns: once a sample of a task times out, the task's queued samples move to the front.
+//! And it remembers ([`History`]): a program that timed out in a resumed journal or in a
+//! result file loaded by the same run starts as if it took its whole limit, another sample
+//! of such a task as if it took half.
 
+use std::collections::HashSet;
+
+use bcb_execute::{program_digest, Job};
 use bcb_sanitize::blocking::{self, Sign};
 
 /// How strongly a sign predicts a wait until the limit (out of [`FULL`]).
@@ -41,9 +47,79 @@ pub fn expected_secs(code: &str, base: Option<f64>, time_limit: f64) -> Option<f
     Some(base.map_or(guess, |b| b.max(guess)))
 }
 
+/// Tasks and programs that timed out before (journals, loaded result files).
+#[derive(Debug, Default)]
+pub struct History {
+    tasks: HashSet<String>,
+    /// (task, program digest)
+    programs: HashSet<(String, String)>,
+}
+
+impl History {
+    /// Records a timeout of the program with `digest` (as in its `JobId`) of `task_id`.
+    pub fn timed_out(&mut self, task_id: &str, digest: &str) {
+        self.tasks.insert(task_id.to_string());
+        self.programs
+            .insert((task_id.to_string(), digest.to_string()));
+    }
+
+    /// Records a timeout of `code` (the executed program, as in a result file).
+    pub fn timed_out_code(&mut self, task_id: &str, code: &str) {
+        self.timed_out(task_id, &program_digest(code));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Raises the expected time of `jobs` that timed out before (their whole limit) or whose
+    /// task did (half of it); reorder them with [`crate::plan::longest_first`] afterwards.
+    pub fn apply(&self, jobs: &mut [Job]) {
+        for job in jobs {
+            let limit = job.time_limit.as_secs_f64();
+            let share = if self
+                .programs
+                .contains(&(job.id.task_id.clone(), job.id.digest.clone()))
+            {
+                1.0
+            } else if self.tasks.contains(&job.id.task_id) {
+                0.5
+            } else {
+                continue;
+            };
+            let guess = limit * share;
+            job.expected_secs = Some(job.expected_secs.map_or(guess, |e| e.max(guess)));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_or_task_that_timed_out_before_starts_first() {
+        use bcb_execute::{JobId, Program};
+        use std::time::Duration;
+        let job = |task: &str, i: usize, code: &str| Job {
+            id: JobId::new(task, Program::Sample(i), code),
+            code: code.into(),
+            test: String::new(),
+            entry_point: "task_func".into(),
+            time_limit: Duration::from_secs(100),
+            expected_secs: Some(1.0),
+        };
+        let mut jobs = vec![
+            job("a", 0, "x = 1"),
+            job("b", 0, "y = 1"),
+            job("b", 1, "y = 2"),
+        ];
+        let mut h = History::default();
+        h.timed_out_code("b", "y = 2");
+        h.apply(&mut jobs);
+        let e: Vec<_> = jobs.iter().map(|j| j.expected_secs.unwrap()).collect();
+        assert_eq!(e, [1.0, 50.0, 100.0]);
+    }
 
     #[test]
     fn a_pool_or_server_ranks_near_its_limit_and_plain_code_keeps_its_base() {
