@@ -131,7 +131,7 @@ impl Drop for QuietCpu {
     }
 }
 
-fn verdicts(max_in_flight: usize, py: std::path::PathBuf) -> Seen {
+fn verdicts(kind: &str, max_in_flight: usize, py: std::path::PathBuf) -> Seen {
     // The two CPU-bound samples start first (the `--parallel` ones) and wait; meanwhile the
     // idle CPU admits the sleepers, which wake up spinning while the first two compute.
     let mut jobs: Vec<Job> = (20..22)
@@ -141,7 +141,7 @@ fn verdicts(max_in_flight: usize, py: std::path::PathBuf) -> Seen {
     jobs.extend((10..13).map(|k| job(k, "sleeps", SLEEPER, ONE_TEST, 6.0)));
     let mut cfg = config(py, 2);
     cfg.max_in_flight = max_in_flight;
-    let exec = executor_for("process", cfg).expect("executor");
+    let exec = executor_for(kind, cfg).expect("executor");
     let t0 = Instant::now();
     let seen = Mutex::new(Vec::new());
     exec.run(jobs, &|job, o| {
@@ -151,7 +151,7 @@ fn verdicts(max_in_flight: usize, py: std::path::PathBuf) -> Seen {
             unreachable!()
         };
         eprintln!(
-            "max-in-flight {max_in_flight}: {} {k}: {:?} wall {:.1}s cpu {:?} ended at {end:.1}s",
+            "{kind}, max-in-flight {max_in_flight}: {} {k}: {:?} wall {:.1}s cpu {:?} ended at {end:.1}s",
             job.task_id(),
             o.status,
             o.wall_secs,
@@ -174,10 +174,19 @@ fn verdicts(max_in_flight: usize, py: std::path::PathBuf) -> Seen {
 
 #[test]
 fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict() {
+    same_verdicts_as_without_extras("pool");
+}
+
+#[test]
+fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict_process_executor() {
+    same_verdicts_as_without_extras("process");
+}
+
+fn same_verdicts_as_without_extras(kind: &str) {
     let Some(py) = python() else { return };
     let _quiet = QuietCpu::enter();
-    let default = verdicts(0, py.clone());
-    let strict = verdicts(2, py);
+    let default = verdicts(kind, 0, py.clone());
+    let strict = verdicts(kind, 2, py);
     let expected = |task: &str| match task {
         "cpu" => Status::Pass,
         _ => Status::Timeout,

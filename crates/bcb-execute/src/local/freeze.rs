@@ -49,7 +49,9 @@ struct Clock {
 /// A running sample that can be frozen: its freezer cgroup and its supervisor's control pipe.
 pub(crate) struct Freezable {
     cgroup: PathBuf,
-    ctrl: Arc<File>,
+    /// The supervisor's control pipe; `None`: a slot warming up inside the cgroup, frozen
+    /// directly (its supervisor is frozen with it).
+    ctrl: Option<Arc<File>>,
     /// The job's key on the wire: the supervisor ignores ops for any other job.
     key: u64,
     clock: Mutex<Clock>,
@@ -59,19 +61,33 @@ impl Freezable {
     pub fn new(cgroup: PathBuf, ctrl: Arc<File>, key: u64) -> Freezable {
         Freezable {
             cgroup,
-            ctrl,
+            ctrl: Some(ctrl),
             key,
             clock: Mutex::new(Clock::default()),
         }
     }
 
-    fn send(&self, line: &[u8]) -> bool {
-        // One short line: a single atomic pipe write, whoever else writes to the pipe.
-        (&*self.ctrl).write_all(line).is_ok()
+    /// A slot warming up inside `cgroup` (imports cost seconds of CPU): frozen directly.
+    pub fn warming(cgroup: PathBuf) -> Freezable {
+        Freezable {
+            cgroup,
+            ctrl: None,
+            key: 0,
+            clock: Mutex::new(Clock::default()),
+        }
     }
 
     fn op(&self, op: &str) -> bool {
-        self.send(format!("{{\"op\":\"{op}\",\"key\":{}}}\n", self.key).as_bytes())
+        match &self.ctrl {
+            // One short line: a single atomic pipe write, whoever else writes to the pipe.
+            Some(ctrl) => (&**ctrl)
+                .write_all(format!("{{\"op\":\"{op}\",\"key\":{}}}\n", self.key).as_bytes())
+                .is_ok(),
+            None => {
+                let state = if op == "freeze" { "FROZEN" } else { "THAWED" };
+                std::fs::write(self.cgroup.join("freezer.state"), state).is_ok()
+            }
+        }
     }
 
     fn freeze(&self) {
@@ -165,6 +181,15 @@ impl Seat {
         if let Some(r) = self.running.lock().unwrap().as_mut() {
             r.sample = Some(sample);
         }
+    }
+
+    /// Whether the running sample is extra (its slot's warm-up may then be frozen too).
+    pub fn is_extra(&self) -> bool {
+        self.running
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|r| r.role == Role::Extra)
     }
 
     pub fn detach(&self) {

@@ -1550,6 +1550,14 @@ def main():
                 __import__(name)
         except BaseException as e:
             failed.append("%s (%s)" % (name, type(e).__name__))
+    if cfg.get("freezer"):
+        # An extra slot warms up inside its sample cgroup (so it can be frozen); the supervisor
+        # itself must be outside it before any sample runs there.
+        try:
+            with open(os.path.join(os.path.dirname(cfg["freezer"]), "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed})
     while True:
         line = reader.readline()

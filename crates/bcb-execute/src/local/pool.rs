@@ -88,7 +88,7 @@ impl PoolExecutor {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match Slot::spawn(&w.warm) {
+            match Slot::spawn_for(&w.warm, Some(seat)) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");

@@ -150,7 +150,8 @@ fn warm_matplotlib_cache(python: &Path, env: &[(String, String)], dir: &Path) ->
 /// Runs one job in a fresh harness process.
 pub(crate) fn run_cold(spec: &SlotSpec, job: &Job, seat: &Seat) -> Result<Outcome, ExecError> {
     let start = Instant::now();
-    let mut slot = Slot::spawn(spec).map_err(|e| ExecError::transient(format!("{e:#}")))?;
+    let mut slot =
+        Slot::spawn_for(spec, Some(seat)).map_err(|e| ExecError::transient(format!("{e:#}")))?;
     let out = match slot.run(job, seat) {
         Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
             Reading::Done(o) | Reading::Abnormal(o) => o,

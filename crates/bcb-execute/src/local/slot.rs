@@ -144,6 +144,20 @@ const SLOT_SLACK: Duration = Duration::from_secs(15);
 
 impl Slot {
     pub fn spawn(spec: &SlotSpec) -> Result<Slot> {
+        Slot::spawn_for(spec, None)
+    }
+
+    /// Spawns a slot; for an extra sample's `seat`, the slot warms up (seconds of imports)
+    /// inside its freezer cgroup, so the governor can freeze the warm-up as it would the
+    /// sample. The supervisor leaves the cgroup before it says it is ready.
+    pub fn spawn_for(spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+        let warm_in = spec
+            .freezer
+            .as_ref()
+            .filter(|_| seat.is_some_and(Seat::is_extra));
+        let join = warm_in
+            .map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_encoded_bytes()))
+            .transpose()?;
         let (job_r, job_w) = cloexec_pipe()?;
         let (ev_r, ev_w) = cloexec_pipe()?;
         let mut cmd = Command::new(&spec.cfg.python);
@@ -180,6 +194,14 @@ impl Slot {
                 }
                 // Own session: the whole slot can be killed as a group.
                 libc::setsid();
+                if let Some(procs) = &join {
+                    // Warm up inside the freezer cgroup (no allocation after fork: raw calls).
+                    let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                    if fd >= 0 {
+                        libc::write(fd, b"0".as_ptr().cast(), 1);
+                        libc::close(fd);
+                    }
+                }
                 Ok(())
             });
         }
@@ -261,7 +283,15 @@ impl Slot {
             one_shot: spec.one_shot,
         };
         slot.send(&config)?;
-        match slot.events.recv_timeout(READY_TIMEOUT) {
+        let warming = warm_in.map(|d| Arc::new(Freezable::warming(d.clone())));
+        if let (Some(w), Some(seat)) = (&warming, seat) {
+            seat.attach(w.clone());
+        }
+        let ready = slot.wait_ready(warming.as_deref());
+        if let Some(seat) = seat.filter(|_| warming.is_some()) {
+            seat.detach();
+        }
+        match ready {
             Ok(Incoming::Msg(Event::Ready { preload_failed })) => {
                 if !preload_failed.is_empty() {
                     tracing::debug!("slot preload failures: {preload_failed:?}");
@@ -272,6 +302,21 @@ impl Slot {
                 let tail = slot.stderr();
                 slot.kill();
                 bail!("execution harness did not start: {tail}")
+            }
+        }
+    }
+
+    /// The first event, within [`READY_TIMEOUT`] plus any time the warm-up spent frozen.
+    fn wait_ready(&self, warming: Option<&Freezable>) -> Result<Incoming, RecvTimeoutError> {
+        let start = Instant::now();
+        loop {
+            let frozen = warming.map_or(Duration::ZERO, Freezable::frozen_for);
+            let left = (READY_TIMEOUT + frozen).saturating_sub(start.elapsed());
+            match self.events.recv_timeout(left) {
+                Err(RecvTimeoutError::Timeout)
+                    if READY_TIMEOUT + warming.map_or(Duration::ZERO, Freezable::frozen_for)
+                        > start.elapsed() => {}
+                other => return other,
             }
         }
     }
