@@ -12,7 +12,8 @@
 # usage: bench/sweep-floor.sh [n, default 10] [parallel, default nproc]
 # env:   MAX_DUP (default 0.05), SUBSET (hard), BASELINE_BCB=path/to/other/bcb (run first,
 #        same file, e.g. main's), BCB_BIN (default: cargo build --release), BCB_PYTHON,
-#        BCB_DATASET_DIR, BENCH_OUT. Run it on an otherwise idle machine.
+#        BCB_DATASET_DIR, BENCH_OUT, BENCH_IDS=1,2,3 (only those tasks: a quick check of the
+#        script). Run it on an otherwise idle machine.
 set -euo pipefail
 n=${1:-10}
 parallel=${2:-$(nproc)}
@@ -34,8 +35,10 @@ run() { # name binary
     local name=$1 bin=$2 dir="$out/$1"
     rm -rf "$dir"; mkdir -p "$dir"; cp "$out/$file" "$dir/"
     echo "== $name: $bin evaluate --no-gt --parallel $parallel (cold cache)" >&2
+    local ids=()
+    [[ -n "${BENCH_IDS:-}" ]] && ids=(--ids "$BENCH_IDS")
     BCB_CACHE_DIR=$dir/cache /usr/bin/time -f '%e %M' -o "$dir/time" \
-        "$bin" evaluate --samples "$dir/$file" --no-gt --parallel "$parallel" -q \
+        "$bin" evaluate --samples "$dir/$file" --no-gt --parallel "$parallel" -q "${ids[@]}" \
         >"$dir/out" 2>"$dir/err" &
     local pid=$!
     python3 - "$dir" "$pid" >"$dir/stamped.jsonl" <<'PY'
