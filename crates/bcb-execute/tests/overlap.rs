@@ -196,11 +196,12 @@ fn same_verdicts_as_without_extras(kind: &str) {
     }
     let statuses = |v: &Seen| v.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>();
     assert_eq!(statuses(&default), statuses(&strict));
-    // The idle tail stays overlapped: the pure sleepers ran together past the two workers.
-    let sleepers: Vec<(f64, f64)> = default
-        .iter()
-        .filter(|s| s.0 == "sleeps")
-        .map(|s| (s.3, s.4))
-        .collect();
-    assert_eq!(max_overlap(&sleepers), 3, "sleepers: {sleepers:?}");
+    // Overlap stays: samples ran beyond the two workers (sleeping, or frozen while the
+    // others computed), not one pair after another.
+    let all: Vec<(f64, f64)> = default.iter().map(|s| (s.3, s.4)).collect();
+    let together = max_overlap(&all);
+    assert!(
+        together >= 4,
+        "at most {together} samples in flight together: {all:?}"
+    );
 }

@@ -99,6 +99,10 @@ impl Freezable {
 
     fn thaw(&self) {
         let mut c = self.clock.lock().unwrap();
+        self.thaw_locked(&mut c);
+    }
+
+    fn thaw_locked(&self, c: &mut Clock) {
         if let Some(since) = c.since.take() {
             c.total += since.elapsed();
             if !self.op("thaw") {
@@ -107,10 +111,12 @@ impl Freezable {
         }
     }
 
-    /// The sample is over: thawed if need be, and never frozen again.
+    /// The sample is over: thawed if need be, and never frozen again (one lock: a freeze
+    /// decided meanwhile cannot slip in between).
     pub fn end(&self) {
-        self.thaw();
-        self.clock.lock().unwrap().ended = true;
+        let mut c = self.clock.lock().unwrap();
+        self.thaw_locked(&mut c);
+        c.ended = true;
     }
 
     fn is_frozen(&self) -> bool {
@@ -234,6 +240,9 @@ pub(crate) struct View {
     pub runnable: usize,
     /// The most runnable threads over the last few measurements.
     pub recent: usize,
+    /// Runnable at this measurement and the one before: a sample that only starts up (a
+    /// fork, its imports) and then sleeps is not frozen for that moment.
+    pub sustained: bool,
 }
 
 /// What the governor does this interval, as indices into the views.
@@ -267,7 +276,7 @@ pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
             break;
         }
         let v = &views[i];
-        if !v.frozen && v.runnable > 0 {
+        if !v.frozen && v.runnable > 0 && v.sustained {
             d.freeze.push(i);
             total -= v.runnable;
         }
@@ -304,11 +313,14 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
                 r.recent.pop_front();
             }
         }
+        let n = r.recent.len();
+        let sustained = !frozen && n >= 2 && r.recent.iter().skip(n - 2).all(|&x| x > 0);
         views.push(View {
             role: r.role,
             started: r.started,
             frozen,
             runnable,
+            sustained,
             // A sample seen fewer times than the window counts as busy: just started, or
             // just thawed, it has not shown what it does yet.
             recent: if r.recent.len() < THAW_WINDOW {
@@ -341,7 +353,19 @@ mod tests {
             frozen,
             runnable,
             recent,
+            sustained: runnable > 0,
         }
+    }
+
+    #[test]
+    fn a_moment_of_cpu_is_not_frozen() {
+        let mut views = [
+            view(Role::Primary, 0, false, 1, 1),
+            view(Role::Primary, 1, false, 1, 1),
+            view(Role::Extra, 2, false, 1, 1),
+        ];
+        views[2].sustained = false; // starting up, say
+        assert_eq!(decide(&views, 2), Decision::default());
     }
 
     #[test]
