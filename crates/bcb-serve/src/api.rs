@@ -62,7 +62,10 @@ pub fn body(state: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Byt
         Ok(b) if b.len() > limit => Err(too_large(limit)),
         Ok(b) => Ok(b),
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large(limit)),
-        Err(e) => Err(ApiError::new(e.status(), format!("cannot read the request body: {e}"))),
+        Err(e) => Err(ApiError::new(
+            e.status(),
+            format!("cannot read the request body: {e}"),
+        )),
     }
 }
 
@@ -127,9 +130,7 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
         });
     }
     let ids: Vec<&str> = out.iter().map(|s| s.task_id.as_str()).collect();
-    state
-        .catalog
-        .check(req.version.as_deref(), subset, &ids)?;
+    state.catalog.check(req.version.as_deref(), subset, &ids)?;
     Ok(out)
 }
 
@@ -200,7 +201,9 @@ async fn evaluate_inner(
         "timeout": count(bcb_execute::Status::Timeout),
         "mean_reward": results.iter().map(|r| r.reward).sum::<f64>() / n as f64,
     });
-    Ok(Answer::Json(json!({ "results": results, "summary": summary })))
+    Ok(Answer::Json(
+        json!({ "results": results, "summary": summary }),
+    ))
 }
 
 /// NDJSON in completion order: one result object a line; an executor fault is a line
@@ -224,8 +227,10 @@ fn ndjson(state: Arc<AppState>, rx: tokio::sync::mpsc::Receiver<Item>) -> Respon
                 error,
             } => {
                 let e = run::fault(task_id.clone(), &error);
-                serde_json::to_vec(&json!({"index": index, "task_id": task_id, "error": e.error, "hint": e.hint}))
-                    .unwrap_or_default()
+                serde_json::to_vec(
+                    &json!({"index": index, "task_id": task_id, "error": e.error, "hint": e.hint}),
+                )
+                .unwrap_or_default()
             }
             Item::Deadline { missing } => {
                 let e = run::deadline(missing);
@@ -257,7 +262,8 @@ pub async fn tasks(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let run = || -> Result<serde_json::Value, ApiError> {
-        let split = parse_split(q.get("split").map(String::as_str))?.unwrap_or(state.catalog.default_split);
+        let split =
+            parse_split(q.get("split").map(String::as_str))?.unwrap_or(state.catalog.default_split);
         let subset = parse_subset(q.get("subset").map(String::as_str))?;
         let subset = state.catalog.check(None, subset, &[])?;
         let tasks: Vec<_> = state

@@ -61,7 +61,7 @@ impl Catalog {
 
     fn in_subset(&self, task_id: &str, subset: Subset) -> bool {
         match subset {
-            Subset::Full => self.dataset.subset == Subset::Full || self.dataset.contains(task_id),
+            Subset::Full => self.dataset.contains(task_id),
             Subset::Hard => self
                 .hard_ids
                 .as_ref()

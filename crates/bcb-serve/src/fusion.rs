@@ -110,7 +110,9 @@ pub async fn list_ids(
             .map(|t| t.task_id.as_str())
             .collect::<Vec<_>>()))
     };
-    run().map_or_else(IntoResponse::into_response, |v| json_response(StatusCode::OK, &v))
+    run().map_or_else(IntoResponse::into_response, |v| {
+        json_response(StatusCode::OK, &v)
+    })
 }
 
 pub async fn get_prompts(
@@ -142,13 +144,19 @@ pub async fn get_prompts(
             .collect();
         Ok(Value::Array(prompts))
     };
-    run().map_or_else(IntoResponse::into_response, |v| json_response(StatusCode::OK, &v))
+    run().map_or_else(IntoResponse::into_response, |v| {
+        json_response(StatusCode::OK, &v)
+    })
 }
 
 /// `provided_data`: a dataset row sent by the client. It may name the task (`task_id`); a
 /// `test`, `complete_prompt` or `entry_point` it carries must be the served task's (bcb runs
 /// the dataset's own tests, never a client's), else 400 naming the field.
-fn check_provided(state: &AppState, task_id: &str, provided: Option<&Value>) -> Result<String, ApiError> {
+fn check_provided(
+    state: &AppState,
+    task_id: &str,
+    provided: Option<&Value>,
+) -> Result<String, ApiError> {
     let Some(row) = provided else {
         return Ok(task_id.to_string());
     };
@@ -215,7 +223,11 @@ async fn submit_inner(
     let (code, extracted, extracted_type) = if freeform {
         let text = bcb_sanitize::strip_think(&req.completion);
         let code = bcb_sanitize::sanitize(&text, Some(&task.entry_point));
-        let kind = if text.contains("```") { "fenced" } else { "heuristic" };
+        let kind = if text.contains("```") {
+            "fenced"
+        } else {
+            "heuristic"
+        };
         (Code::Solution(code.clone()), code, kind)
     } else {
         (

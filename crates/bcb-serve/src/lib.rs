@@ -34,7 +34,9 @@ mod metrics;
 mod openrlhf;
 mod run;
 
-pub use backend::{Code, Next, Stats, SubmitError, SubmitOptions, SubmitSample, Submission, Verdicts};
+pub use backend::{
+    Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
+};
 pub use catalog::Catalog;
 pub use error::ApiError;
 pub use run::SampleResult;
@@ -142,8 +144,13 @@ impl AppState {
                 .hint("send the request to another replica, or retry when this one is back"));
         }
         if let Some(e) = self.start_error.lock().unwrap().as_ref() {
-            return Err(ApiError::unavailable(format!("the evaluation session failed to start: {e}"), 60)
-                .hint("see the server's log; fix the cause (eval env, dataset) and restart bcb serve"));
+            return Err(ApiError::unavailable(
+                format!("the evaluation session failed to start: {e}"),
+                60,
+            )
+            .hint(
+                "see the server's log; fix the cause (eval env, dataset) and restart bcb serve",
+            ));
         }
         self.backend.get().ok_or_else(|| {
             ApiError::unavailable("starting: the ground truth is being checked", 5)
@@ -165,7 +172,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/submit", post(fusion::submit))
         .route("/get_prompts", post(fusion::get_prompts))
         .route("/list_ids", post(fusion::list_ids))
-        .route("/list_datasets", get(fusion::list_datasets).post(fusion::list_datasets))
+        .route(
+            "/list_datasets",
+            get(fusion::list_datasets).post(fusion::list_datasets),
+        )
         .route("/run_code", post(fusion::run_code))
         .route("/openrlhf", post(openrlhf::reward))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth));

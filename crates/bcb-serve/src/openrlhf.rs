@@ -87,10 +87,7 @@ async fn reward_inner(
             Some(p) => q.strip_prefix(p.as_str()).unwrap_or(q),
             None => q,
         };
-        let entry = state
-            .catalog
-            .get(&task_id)
-            .map(|t| t.entry_point.clone());
+        let entry = state.catalog.get(&task_id).map(|t| t.entry_point.clone());
         let code = bcb_sanitize::sanitize(&bcb_sanitize::strip_think(answer), entry.as_deref());
         samples.push(SubmitSample {
             task_id,

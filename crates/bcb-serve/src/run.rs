@@ -46,7 +46,9 @@ pub enum Item {
         error: ExecError,
     },
     /// The request's deadline passed; the rest is cancelled.
-    Deadline { missing: usize },
+    Deadline {
+        missing: usize,
+    },
 }
 
 /// Releases admitted samples from the bounded queue as they are answered or dropped.
@@ -183,11 +185,13 @@ pub async fn start(
             ids.join(", ")
         ))
         .with_task_ids(ids)),
-        Ok(Err(SubmitError::Closed)) => Err(ApiError::unavailable("the server is shutting down", 1)
-            .hint("send the request to another replica")),
-        Ok(Err(SubmitError::Other { message, hint })) => {
-            Err(ApiError::unavailable(message, 5).hint(hint).with_task_ids(ids_for_error))
+        Ok(Err(SubmitError::Closed)) => {
+            Err(ApiError::unavailable("the server is shutting down", 1)
+                .hint("send the request to another replica"))
         }
+        Ok(Err(SubmitError::Other { message, hint })) => Err(ApiError::unavailable(message, 5)
+            .hint(hint)
+            .with_task_ids(ids_for_error)),
         Err(_) => Err(ApiError::unavailable("the submission thread stopped", 1)),
     }
 }
@@ -244,7 +248,10 @@ fn answer(state: &AppState, index: usize, task_id: String, v: Verdict) -> Sample
 
 /// Every answer of a submission, in request order; an executor fault or the deadline ends it
 /// with an error (the remaining jobs are cancelled when the receiver is dropped).
-pub async fn collect(mut rx: mpsc::Receiver<Item>, n: usize) -> Result<Vec<SampleResult>, ApiError> {
+pub async fn collect(
+    mut rx: mpsc::Receiver<Item>,
+    n: usize,
+) -> Result<Vec<SampleResult>, ApiError> {
     let mut out: Vec<Option<SampleResult>> = vec![None; n];
     while let Some(item) = rx.recv().await {
         match item {
