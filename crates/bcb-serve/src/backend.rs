@@ -31,11 +31,12 @@ pub struct SubmitOptions {
     pub calibrated: bool,
 }
 
-/// A verdict and where it came from (executed, dedup, verdict cache, tamper refusal).
+/// A verdict and where it came from (executed, dedup, verdict cache, tamper refusal), when
+/// the engine says.
 #[derive(Debug, Clone)]
 pub struct Verdict {
     pub outcome: Outcome,
-    pub origin: Origin,
+    pub origin: Option<Origin>,
 }
 
 /// What a submission says next.

@@ -218,16 +218,25 @@ fn answer(state: &AppState, index: usize, task_id: String, v: Verdict) -> Sample
     };
     let mut flags = Vec::new();
     match v.origin {
-        Origin::Cached => {
+        Some(Origin::Cached) => {
             state.metrics.cache_hit();
             flags.push("cached".to_string());
         }
-        Origin::Duplicate => {
+        Some(Origin::Duplicate) => {
             state.metrics.dedup_hit();
             flags.push("duplicate".to_string());
         }
-        Origin::Refused => flags.push("tamper_refused".to_string()),
-        Origin::Executed => {}
+        Some(Origin::Refused) => flags.push("tamper_refused".to_string()),
+        Some(Origin::Executed) => {}
+        None => {
+            let refused = o
+                .details
+                .module_error()
+                .is_some_and(|e| e.starts_with("bcb: refused by the tamper scan"));
+            if refused {
+                flags.push("tamper_refused".to_string());
+            }
+        }
     }
     if let Some(note) = &o.note {
         flags.push(note.clone());

@@ -125,7 +125,7 @@ fn verdict(status: Status, details: Details) -> bcb_serve::backend::Verdict {
     outcome.cpu_secs = Some(0.002);
     bcb_serve::backend::Verdict {
         outcome,
-        origin: Origin::Executed,
+        origin: Some(Origin::Executed),
     }
 }
 
