@@ -35,6 +35,10 @@ pub struct EvaluateRequest {
     pub calibrated: Option<bool>,
     #[serde(default)]
     pub limits: Option<RequestLimits>,
+    /// Solutions are raw model answers: extract their code as `bcb sanitize` does
+    /// (`<think>` blocks dropped) before running.
+    #[serde(default)]
+    pub sanitize: bool,
 }
 
 /// A sample as samples files carry it; other keys (`raw_solution`, ...) are ignored.
@@ -109,6 +113,22 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
     let mut out = Vec::with_capacity(req.samples.len());
     for (i, s) in req.samples.iter().enumerate() {
         let code = match (&s.solution, &s.completion) {
+            (Some(c), None) if req.sanitize => {
+                let entry = state
+                    .catalog
+                    .get(&Catalog::normalize_id(&s.task_id))
+                    .map(|t| t.entry_point.clone());
+                Code::Solution(bcb_sanitize::sanitize(
+                    &bcb_sanitize::strip_think(c),
+                    entry.as_deref(),
+                ))
+            }
+            (None, Some(_)) if req.sanitize => {
+                return Err(ApiError::bad_request(format!(
+                    "samples[{i}] ({}): `sanitize` applies to `solution` (a model's answer), not `completion`",
+                    s.task_id
+                )))
+            }
             (Some(c), None) => Code::Solution(c.clone()),
             (None, Some(c)) => Code::Completion(c.clone()),
             (Some(_), Some(_)) => {
