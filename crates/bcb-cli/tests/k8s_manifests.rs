@@ -238,7 +238,10 @@ fn k8s_serve_deployment_service_and_hpa_fit_together() {
     assert!(matches(&svc["spec"]["selector"]));
     let port = &c["ports"][0];
     let listen: std::net::SocketAddr = flag(&args, "--listen").unwrap().parse().unwrap();
-    assert_eq!(port["containerPort"].as_u64(), Some(u64::from(listen.port())));
+    assert_eq!(
+        port["containerPort"].as_u64(),
+        Some(u64::from(listen.port()))
+    );
     let target = &svc["spec"]["ports"][0]["targetPort"];
     assert!(target == &port["name"] || target == &port["containerPort"]);
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -258,25 +261,44 @@ fn k8s_serve_deployment_service_and_hpa_fit_together() {
         .expect("a non-loopback listen address needs BCB_SERVE_TOKEN");
     let key = &token["valueFrom"]["secretKeyRef"];
     let secret = kind(&docs, "Secret", key["name"].as_str().unwrap());
-    assert!(secret["stringData"].get(key["key"].as_str().unwrap()).is_some());
+    assert!(secret["stringData"]
+        .get(key["key"].as_str().unwrap())
+        .is_some());
 
     // SIGTERM drains within the grace period; the HPA scales this Deployment.
     let drain: f64 = flag(&args, "--drain-timeout").unwrap().parse().unwrap();
-    let grace = pod["spec"]["terminationGracePeriodSeconds"].as_f64().unwrap();
-    assert!(grace > drain, "grace {grace} s must exceed --drain-timeout {drain} s");
+    let grace = pod["spec"]["terminationGracePeriodSeconds"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        grace > drain,
+        "grace {grace} s must exceed --drain-timeout {drain} s"
+    );
     let hpa = kind(&docs, "HorizontalPodAutoscaler", "bcb-serve");
     assert_eq!(hpa["spec"]["scaleTargetRef"]["kind"], "Deployment");
     assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "bcb-serve");
-    assert!(hpa["spec"]["minReplicas"].as_u64().unwrap() <= hpa["spec"]["maxReplicas"].as_u64().unwrap());
+    assert!(
+        hpa["spec"]["minReplicas"].as_u64().unwrap()
+            <= hpa["spec"]["maxReplicas"].as_u64().unwrap()
+    );
 
     // The real binary accepts the command; without the token it refuses to start.
     let Some(env) = evalkit::env() else { return };
     let mut check: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     check.push("--check");
-    let out = env.bcb().env("BCB_SERVE_TOKEN", "t").args(&check).output().unwrap();
+    let out = env
+        .bcb()
+        .env("BCB_SERVE_TOKEN", "t")
+        .args(&check)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", evalkit::stderr(&out));
-    let out = env.bcb().env_remove("BCB_SERVE_TOKEN").args(&check).output().unwrap();
+    let out = env
+        .bcb()
+        .env_remove("BCB_SERVE_TOKEN")
+        .args(&check)
+        .output()
+        .unwrap();
     let err = evalkit::stderr(&out);
     assert!(!out.status.success() && err.contains("--token"), "{err}");
 }
-

@@ -54,7 +54,9 @@ impl Server {
         let mut url = None;
         let until = Instant::now() + Duration::from_secs(60);
         while url.is_none() && Instant::now() < until {
-            let line = log.recv_timeout(Duration::from_secs(60)).expect("bcb serve says where it listens");
+            let line = log
+                .recv_timeout(Duration::from_secs(60))
+                .expect("bcb serve says where it listens");
             url = line
                 .split("listening on ")
                 .nth(1)
@@ -93,7 +95,6 @@ impl Server {
             .send()
             .unwrap()
     }
-
 }
 
 impl Drop for Server {
@@ -140,16 +141,23 @@ fn evaluate_statuses(env: &evalkit::Env, rows: &[Value]) -> Vec<String> {
         "-q",
     ]);
     assert!(out.status.success(), "{}", evalkit::stderr(&out));
-    let results = evalkit::read_json(&env.path("s--bigcodebench-hard-complete--x_eval_results.json"));
+    let results =
+        evalkit::read_json(&env.path("s--bigcodebench-hard-complete--x_eval_results.json"));
     // Rows of each task in file order (completion_id), as the samples file lists them.
     rows.iter()
-        .scan(std::collections::HashMap::<String, usize>::new(), |seen, r| {
-            let id = r["task_id"].as_str().unwrap().to_string();
-            let n = seen.entry(id.clone()).or_default();
-            let status = results["eval"][&id][*n]["status"].as_str().unwrap().to_string();
-            *n += 1;
-            Some(status)
-        })
+        .scan(
+            std::collections::HashMap::<String, usize>::new(),
+            |seen, r| {
+                let id = r["task_id"].as_str().unwrap().to_string();
+                let n = seen.entry(id.clone()).or_default();
+                let status = results["eval"][&id][*n]["status"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                *n += 1;
+                Some(status)
+            },
+        )
         .collect()
 }
 
@@ -176,7 +184,10 @@ fn served_verdicts_equal_bcb_evaluate_and_the_sandbox_fusion_client_agrees() {
     assert!(first["test_secs"].is_number());
 
     // The real answers of two models for these tasks, against the official verdicts.
-    for model in ["NousResearch--Hermes-2-Theta-Llama-3-8B", "microsoft--Phi-4-multimodal-instruct"] {
+    for model in [
+        "NousResearch--Hermes-2-Theta-Llama-3-8B",
+        "microsoft--Phi-4-multimodal-instruct",
+    ] {
         let stem = format!("{model}--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated");
         let dir = env.dataset_dir.join("../real-samples");
         let read_gz = |name: String| {
@@ -198,13 +209,18 @@ fn served_verdicts_equal_bcb_evaluate_and_the_sandbox_fusion_client_agrees() {
         let v: Value = server.evaluate(&real).json().unwrap();
         for (row, r) in real.iter().zip(v["results"].as_array().unwrap()) {
             let id = row["task_id"].as_str().unwrap();
-            assert_eq!(r["status"], official["eval"][id][0]["status"], "{model} {id}");
+            assert_eq!(
+                r["status"], official["eval"][id][0]["status"],
+                "{model} {id}"
+            );
         }
     }
 
     // The sandbox-fusion client from PyPI: submit (a completion continuing the prompt, and
     // a chat answer) and the dataset endpoints.
-    let Some(client) = bcb_testkit::serve_client_python() else { return };
+    let Some(client) = bcb_testkit::serve_client_python() else {
+        return;
+    };
     let script = r#"
 import json, sys
 from sandbox_fusion import set_endpoint, submit, get_prompts, SubmitRequest, GetPromptsRequest, TestConfig
@@ -223,7 +239,12 @@ print(json.dumps(out))
 "#;
     let tasks: Vec<Value> = TASKS.iter().map(|id| env.task(id)).collect();
     let out = Command::new(client)
-        .args(["-c", script, &server.url, &serde_json::to_string(&tasks).unwrap()])
+        .args([
+            "-c",
+            script,
+            &server.url,
+            &serde_json::to_string(&tasks).unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", evalkit::stderr(&out));
@@ -272,7 +293,10 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
     }
     let until = Instant::now() + Duration::from_secs(60);
     let cancelled = loop {
-        let m = reqwest::blocking::get(format!("{}/metrics", server.url)).unwrap().text().unwrap();
+        let m = reqwest::blocking::get(format!("{}/metrics", server.url))
+            .unwrap()
+            .text()
+            .unwrap();
         let n: u64 = m
             .lines()
             .find_map(|l| l.strip_prefix("bcb_cancelled_samples_total "))
@@ -290,7 +314,10 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert!(cancelled > 0, "the dropped client's queued jobs were cancelled");
+    assert!(
+        cancelled > 0,
+        "the dropped client's queued jobs were cancelled"
+    );
     let res = server.evaluate(&rows);
     assert_eq!(res.status(), 200);
 
@@ -323,7 +350,10 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
     let v: Value = done.json().unwrap();
     assert_eq!(v["results"].as_array().unwrap().len(), rows.len());
     let status = server.child.wait().unwrap();
-    assert!(status.success(), "bcb serve exits 0 after draining: {status}");
+    assert!(
+        status.success(),
+        "bcb serve exits 0 after draining: {status}"
+    );
     while server.log.try_recv().is_ok() {}
 }
 

@@ -33,6 +33,7 @@ mod fusion;
 mod metrics;
 mod openrlhf;
 mod run;
+pub mod warm;
 
 pub use backend::{
     Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,

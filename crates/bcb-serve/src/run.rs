@@ -29,7 +29,8 @@ pub struct SampleResult {
     pub reward: f64,
     pub tests_passed: usize,
     pub tests_total: usize,
-    /// `cached`, `duplicate` (dedup), `tamper_refused`, and the executor's note when any.
+    /// `cached`, `duplicate` (dedup), `tamper_refused`, and the kind of the executor's remark
+    /// (`killed_at_deadline`, `killed_by_memory_limit`, `early_exit`, ...) when any.
     pub flags: Vec<String>,
     pub test_secs: Option<f64>,
     pub cpu_secs: Option<f64>,
@@ -238,8 +239,14 @@ fn answer(state: &AppState, index: usize, task_id: String, v: Verdict) -> Sample
             }
         }
     }
-    if let Some(note) = &o.note {
-        flags.push(note.clone());
+    // The executor's remark (killed at the deadline, memory limit, early exit...) by its kind.
+    if let Some(kind) = o
+        .remark
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+    {
+        flags.push(kind);
     }
     SampleResult {
         index,

@@ -9,7 +9,7 @@ use bcb_eval::{SessionError, WarmSession};
 use bcb_samples::SampleBody;
 
 use crate::backend::{
-    Code, Next, Stats, SubmitError, SubmitOptions, SubmitSample, Submission, Verdict, Verdicts,
+    Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
 };
 
 pub struct WarmVerdicts {

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bcb_dataset::{DatasetSpec, Split, Subset};
-use bcb_eval::warm::WarmOptions;
-use bcb_eval::{GtCache, GtMode, RetryPolicy, Settings, VerdictCache, WarmSession};
+use bcb_eval::{GtCache, GtMode, RetryPolicy, Settings, VerdictCache, WarmOptions, WarmSession};
 use bcb_execute::local::env as pyenv;
 use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
 use bcb_serve::{AppState, Catalog, ServeConfig};
@@ -52,7 +51,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     pub min_time_limit: f64,
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::limits::DEFAULT_BASE_TIMEOUT)]
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
     /// Memory cap per sample in MB (cgroup where available; 0 = none).
     #[arg(long, default_value_t = Limits::default().memory_mb)]
@@ -242,7 +241,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             catalog.subset(),
             catalog.version(),
             cfg.listen,
-            if cfg.token.is_some() { " (token set)" } else { "" }
+            if cfg.token.is_some() {
+                " (token set)"
+            } else {
+                ""
+            }
         );
         return Ok(ExitCode::SUCCESS);
     }
