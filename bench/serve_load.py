@@ -6,6 +6,7 @@ latency URL DATASET_DIR N          concurrency 1: N requests of BigCodeBench/854
 throughput URL DATASET_DIR K C OUT the hard subset's canonical solutions x K, one sample per
                                    request, C concurrent clients; writes OUT (JSONL verdicts in
                                    samples order) and prints wall, CPU floor, errors, lost.
+                                   BENCH_IDS=a,b restricts the tasks (smoke runs).
 """
 import concurrent.futures as cf
 import gzip
@@ -55,7 +56,10 @@ def latency(url, ds, n):
 
 def throughput(url, ds, k, c, out):
     rows = []
+    only = set(filter(None, os.environ.get("BENCH_IDS", "").split(",")))
     for t in tasks(ds, True):
+        if only and t["task_id"] not in only:
+            continue
         for i in range(k):
             rows.append({"task_id": t["task_id"], "solution": t["code_prompt"] + t["canonical_solution"]})
     results = [None] * len(rows)
