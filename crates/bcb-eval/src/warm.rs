@@ -333,6 +333,21 @@ impl Submission {
         self.rx.try_recv().ok()
     }
 
+    /// The next verdict, waiting at most `wait`: `Ok(None)` when none came in time,
+    /// `Err(())` once every verdict was delivered (a server's forwarding thread uses it to
+    /// notice a client that went away without blocking in `next()`).
+    #[allow(clippy::result_unit_err)]
+    pub fn next_timeout(
+        &mut self,
+        wait: std::time::Duration,
+    ) -> Result<Option<(usize, Result<Outcome, ExecError>)>, ()> {
+        match self.rx.recv_timeout(wait) {
+            Ok(item) => Ok(Some(item)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(()),
+        }
+    }
+
     /// Cancels the jobs not yet started (running ones finish; their verdicts still come).
     pub fn cancel(&self) {
         if !self.finished.load(Ordering::Relaxed) {

@@ -3,7 +3,7 @@
 //! server's [`Verdicts`] trait. This file is the only place the server meets the session.
 
 use std::sync::RwLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bcb_eval::{SessionError, WarmSession};
 use bcb_samples::SampleBody;
@@ -35,22 +35,19 @@ impl Submission for WarmSubmission {
         if self.left == 0 {
             return Next::Done;
         }
-        let until = Instant::now() + wait;
-        loop {
-            if let Some((i, r)) = self.sub.try_next() {
+        match self.sub.next_timeout(wait) {
+            Ok(Some((i, r))) => {
                 self.left -= 1;
-                return Next::Item(
+                Next::Item(
                     i,
                     r.map(|outcome| Verdict {
                         outcome,
                         origin: None,
                     }),
-                );
+                )
             }
-            if Instant::now() >= until {
-                return Next::Pending;
-            }
-            std::thread::sleep(Duration::from_millis(1));
+            Ok(None) => Next::Pending,
+            Err(()) => Next::Done,
         }
     }
 }
