@@ -318,6 +318,14 @@ pub struct Submission {
     engine: Arc<Engine>,
 }
 
+/// What a [`Submission`] yields: the sample's index in the submission and its verdict (or
+/// the error that left it without one).
+pub type SubmissionItem = (usize, Result<Outcome, ExecError>);
+
+/// Every verdict of a submission has been delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllDelivered;
+
 impl Submission {
     /// Samples in the submission.
     pub fn len(&self) -> usize {
@@ -334,17 +342,16 @@ impl Submission {
     }
 
     /// The next verdict, waiting at most `wait`: `Ok(None)` when none came in time,
-    /// `Err(())` once every verdict was delivered (a server's forwarding thread uses it to
+    /// `Err(AllDelivered)` once every verdict was delivered (a server's forwarding thread uses it to
     /// notice a client that went away without blocking in `next()`).
-    #[allow(clippy::result_unit_err)]
     pub fn next_timeout(
         &mut self,
         wait: std::time::Duration,
-    ) -> Result<Option<(usize, Result<Outcome, ExecError>)>, ()> {
+    ) -> Result<Option<SubmissionItem>, AllDelivered> {
         match self.rx.recv_timeout(wait) {
             Ok(item) => Ok(Some(item)),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(()),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(AllDelivered),
         }
     }
 

@@ -47,7 +47,7 @@ impl Submission for WarmSubmission {
                 )
             }
             Ok(None) => Next::Pending,
-            Err(()) => Next::Done,
+            Err(bcb_eval::AllDelivered) => Next::Done,
         }
     }
 }
