@@ -51,4 +51,7 @@ pub use session::{GtMode, Request, Reuse, SampleRun, Session};
 pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
-pub use warm::{Submission, SubmitOptions, SubmitSample, WarmOptions, WarmSession, WarmStats};
+pub use warm::{
+    AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, WarmOptions,
+    WarmSession, WarmStats,
+};

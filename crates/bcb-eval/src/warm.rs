@@ -318,6 +318,14 @@ pub struct Submission {
     engine: Arc<Engine>,
 }
 
+/// What a [`Submission`] yields: the sample's index in the submission and its verdict (or
+/// the error that left it without one).
+pub type SubmissionItem = (usize, Result<Outcome, ExecError>);
+
+/// Every verdict of a submission has been delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllDelivered;
+
 impl Submission {
     /// Samples in the submission.
     pub fn len(&self) -> usize {
@@ -331,6 +339,20 @@ impl Submission {
     /// The next verdict without blocking (`None`: none ready, or all delivered).
     pub fn try_next(&self) -> Option<(usize, Result<Outcome, ExecError>)> {
         self.rx.try_recv().ok()
+    }
+
+    /// The next verdict, waiting at most `wait`: `Ok(None)` when none came in time,
+    /// `Err(AllDelivered)` once every verdict was delivered (a server's forwarding thread uses it to
+    /// notice a client that went away without blocking in `next()`).
+    pub fn next_timeout(
+        &mut self,
+        wait: std::time::Duration,
+    ) -> Result<Option<SubmissionItem>, AllDelivered> {
+        match self.rx.recv_timeout(wait) {
+            Ok(item) => Ok(Some(item)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(AllDelivered),
+        }
     }
 
     /// Cancels the jobs not yet started (running ones finish; their verdicts still come).

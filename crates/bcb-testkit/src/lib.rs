@@ -33,6 +33,8 @@ pub enum Need {
     Gradio,
     /// Slurm and MUNGE daemons, run as root (`BCB_SLURM_SBIN`; `.ci/setup-slurm.sh`).
     Slurm,
+    /// The `sandbox-fusion` client venv (`BCB_SERVE_CLIENT_PYTHON`; `.ci/setup-serve.sh`).
+    Serve,
 }
 
 impl Need {
@@ -44,6 +46,7 @@ impl Need {
             Need::Upstream => EnvVars::BCB_REQUIRE_UPSTREAM,
             Need::Gradio => EnvVars::BCB_REQUIRE_GRADIO,
             Need::Slurm => EnvVars::BCB_REQUIRE_SLURM,
+            Need::Serve => EnvVars::BCB_REQUIRE_SERVE,
         }
     }
 
@@ -107,6 +110,15 @@ pub fn gradio_python(major: u32) -> Option<PathBuf> {
         Need::Gradio,
         &format!("BCB_GRADIO{major}_PYTHON"),
         &format!("the Gradio {major} venv's python (`.ci/setup-gradio.sh` prints it)"),
+    )
+}
+
+/// The python of the venv holding the `sandbox-fusion` client (`.ci/setup-serve.sh`).
+pub fn serve_client_python() -> Option<PathBuf> {
+    require(
+        Need::Serve,
+        EnvVars::BCB_SERVE_CLIENT_PYTHON,
+        "the sandbox-fusion client venv's python (`.ci/setup-serve.sh` prints it)",
     )
 }
 
