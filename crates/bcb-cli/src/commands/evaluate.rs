@@ -14,8 +14,7 @@ use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
     VerdictCache,
 };
-use bcb_execute::local::env as pyenv;
-use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
+use bcb_execute::{ExecConfig, Limits, LocalKind};
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks, VerdictCacheSink};
 use clap::builder::BoolishValueParser;
 
@@ -41,8 +40,8 @@ pub struct Args {
     pub samples: Vec<PathBuf>,
     /// Where to execute: `local` (this machine), `gradio` (an evaluator Space, see
     /// --gradio-endpoint) or `e2b` (a sandbox, see --e2b-endpoint). Never falls back to local.
-    #[arg(long, default_value = "local")]
-    pub execution: String,
+    #[arg(long, value_enum, default_value = "local")]
+    pub execution: super::remote::Execution,
     #[command(
         flatten,
         next_help_heading = "Remote execution (--execution gradio|e2b)"
@@ -297,26 +296,23 @@ impl Args {
 
     /// Flags that do not go together, refused before anything is loaded.
     fn check_combinations(&self) -> anyhow::Result<()> {
-        if self.rerun_failures > 0 && (self.execution != "local" || self.shard.is_some()) {
-            bail!("--rerun-failures works with a whole local run only\nhint: drop --rerun-failures, or run without --shard and with --execution local");
+        if self.rerun_failures > 0 && self.shard.is_some() {
+            bail!("--rerun-failures works with a whole run only\nhint: drop --rerun-failures, or run without --shard");
         }
         if self.rerun_failures > 0 && self.check_gt_only {
             bail!("--rerun-failures reruns failing samples (and the failing ground truth of their tasks); --check-gt-only has no samples\nhint: to check failing canonical solutions again, run --check-gt-only --ids with the failed tasks");
         }
-        if self.gt_summary.is_some() && self.execution != "local" {
-            bail!("--gt-summary is written by a local run\nhint: drop --gt-summary, or use --execution local");
-        }
         Ok(())
     }
 
-    fn settings(&self, calibrated: bool, python: &std::path::Path) -> Settings {
+    fn settings(&self, calibrated: bool, runtime: &str) -> Settings {
         Settings {
             split: self.split,
             calibrated,
             min_time_limit: self.min_time_limit,
             base_timeout: self.timeout,
             limits: self.limits(),
-            runtime: pyenv::runtime_key(python),
+            runtime: runtime.to_string(),
             tamper: self.tamper_policy,
         }
     }
@@ -460,12 +456,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
     args.check_combinations()?;
-    let spec = match args.execution.as_str() {
-        "local" => ExecutorSpec::Local(args.executor),
-        "gradio" => return super::remote::run(&args, super::remote::Backend::Gradio),
-        "e2b" => return super::remote::run(&args, super::remote::Backend::E2b),
-        other => bail!("--execution {other}: expected `local`, `gradio` or `e2b`\nhint: run without --execution to evaluate on this machine"),
-    };
+    let spec = super::remote::spec(&args)?;
     let calibrated = args.calibrated && !args.no_calibrated;
     let save_pass_rate = args.save_pass_rate && !args.no_save_pass_rate;
     let ds = args.load_dataset()?;
@@ -476,23 +467,24 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let python = pyenv::resolve_python(args.python.as_deref())?;
-    let settings = args.settings(calibrated, &python);
+    let runtime = spec.runtime(args.python.as_deref())?;
+    let settings = args.settings(calibrated, &runtime.key);
     let executor = spec
-        .build(args.exec_config(python, &settings))
+        .build(args.exec_config(runtime.python, &settings))
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
     let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
     // Protections in force are part of the cache key: a sandbox that allows more may give
-    // another verdict.
-    let verdict_cache = (!args.no_cache && !samples.is_empty()).then(|| {
-        VerdictCache::open(
-            &bcb_dataset::cache_dir(),
-            &settings,
-            &executor.protections().join(","),
-            args.cache_max_mb.saturating_mul(1024 * 1024),
-        )
-    });
+    // another verdict. A remote backend's verdicts never enter it.
+    let verdict_cache =
+        (!args.no_cache && spec.caches_verdicts() && !samples.is_empty()).then(|| {
+            VerdictCache::open(
+                &bcb_dataset::cache_dir(),
+                &settings,
+                &executor.protections().join(","),
+                args.cache_max_mb.saturating_mul(1024 * 1024),
+            )
+        });
     let mut sinks: Vec<Box<dyn bcb_eval::Sink>> = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples

@@ -3,6 +3,7 @@ pub mod compare;
 pub mod dataset;
 pub mod env;
 pub mod evaluate;
+pub mod exec_jobs;
 pub mod generate;
 pub mod inspect;
 pub mod leaderboard;
