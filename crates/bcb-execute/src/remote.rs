@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use crate::{ExecError, Executor, Job, JobId, OnDone, Outcome};
 
+/// One result per job of a chunk.
+pub type JobResults = Vec<(JobId, Result<Outcome, ExecError>)>;
+
 /// Jobs per chunk unless `--remote-chunk` says otherwise (see the README, "Remote execution").
 pub const DEFAULT_CHUNK: usize = 64;
 
@@ -20,7 +23,7 @@ pub trait RemoteBackend: Send + Sync {
 
     /// Runs `jobs` (all with the same time limit) remotely: one result per job, in any order.
     /// A job left out counts as having got no verdict.
-    fn run_chunk(&self, jobs: &[Job]) -> Vec<(JobId, Result<Outcome, ExecError>)>;
+    fn run_chunk(&self, jobs: &[Job]) -> JobResults;
 
     /// Where the jobs go, for the start-up line.
     fn describe(&self) -> Vec<String>;
@@ -87,7 +90,7 @@ impl<B: RemoteBackend> Executor for Chunked<B> {
 }
 
 /// Every job of a chunk gets the same error (the request as a whole failed).
-pub fn all_failed(jobs: &[Job], e: &ExecError) -> Vec<(JobId, Result<Outcome, ExecError>)> {
+pub fn all_failed(jobs: &[Job], e: &ExecError) -> JobResults {
     jobs.iter()
         .map(|j| (j.id.clone(), Err(e.clone())))
         .collect()
@@ -176,7 +179,7 @@ mod tests {
         fn name(&self) -> &'static str {
             "echo"
         }
-        fn run_chunk(&self, jobs: &[Job]) -> Vec<(JobId, Result<Outcome, ExecError>)> {
+        fn run_chunk(&self, jobs: &[Job]) -> JobResults {
             self.0.lock().unwrap().push(jobs.len());
             jobs.iter()
                 .map(|j| (j.id.clone(), Ok(Outcome::new(Status::Pass, Details::new()))))

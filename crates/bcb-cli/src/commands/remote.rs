@@ -1,39 +1,11 @@
-//! `--execution`: which backend runs the jobs, and the flags only remote backends read.
+//! `--execution` → the backend (`ExecutorSpec`): every setting carried, or refused here.
 use bcb_envvars::EnvVars;
-use bcb_execute::{
-    e2b::E2bOptions, gradio, remote::DEFAULT_CHUNK, ExecutorSpec, Limits, LocalKind,
-};
+use bcb_execute::{e2b::E2bOptions, gradio, ExecutorSpec, Limits, LocalKind};
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
-pub enum Execution {
-    Local,
-    Gradio,
-    E2b,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct RemoteArgs {
-    /// The Gradio evaluator Space for `--execution gradio` (`HF_TOKEN` is sent as a bearer token).
-    #[arg(long, visible_alias = "gradio_endpoint", default_value = gradio::DEFAULT_ENDPOINT, value_name = "URL")]
-    pub gradio_endpoint: String,
-    /// The E2B sandbox template for `--execution e2b` (needs E2B_API_KEY).
-    #[arg(
-        long,
-        visible_alias = "e2b_endpoint",
-        default_value = "bigcodebench_evaluator",
-        value_name = "TEMPLATE"
-    )]
-    pub e2b_endpoint: String,
-    /// Tries of each remote HTTP step on connection errors and busy servers (backoff from 1 s).
-    #[arg(long, default_value_t = 8)]
-    pub remote_retries: usize,
-    /// Jobs per remote request: a killed run loses at most one chunk in flight.
-    #[arg(long, default_value_t = DEFAULT_CHUNK, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub remote_chunk: usize,
-}
+use super::evaluate_flags::{Args, Execution};
 
 /// The backend `--execution` names; a setting a Space cannot be given is refused here.
-pub fn spec(a: &super::evaluate::Args) -> anyhow::Result<ExecutorSpec> {
+pub fn spec(a: &Args) -> anyhow::Result<ExecutorSpec> {
     let (r, d) = (&a.remote, Limits::default());
     match a.execution {
         Execution::Local => Ok(ExecutorSpec::Local(a.executor)),

@@ -24,8 +24,8 @@ use base64::Engine;
 use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 
-use crate::remote::{all_failed, short, HttpRetry, RemoteBackend};
-use crate::{ExecConfig, ExecError, Job, JobId, LocalKind, Outcome};
+use crate::remote::{all_failed, short, HttpRetry, JobResults, RemoteBackend};
+use crate::{ExecConfig, ExecError, Job, LocalKind};
 
 /// Where the sandbox's home is (E2B's default user).
 pub const HOME: &str = "/home/user";
@@ -307,10 +307,7 @@ impl E2bBackend {
     }
 
     /// One chunk in the sandbox: upload, run `bcb exec-jobs`, download.
-    fn evaluate(
-        &self,
-        jobs: &[Job],
-    ) -> Result<Vec<(JobId, Result<Outcome, ExecError>)>, ExecError> {
+    fn evaluate(&self, jobs: &[Job]) -> Result<JobResults, ExecError> {
         let mut guard = self.sandbox.lock().unwrap();
         if guard.is_none() {
             *guard = Some(self.create()?);
@@ -447,7 +444,7 @@ impl RemoteBackend for E2bBackend {
         "e2b"
     }
 
-    fn run_chunk(&self, jobs: &[Job]) -> Vec<(JobId, Result<Outcome, ExecError>)> {
+    fn run_chunk(&self, jobs: &[Job]) -> JobResults {
         if self.opts.cancel.load(Ordering::SeqCst) {
             return all_failed(
                 jobs,

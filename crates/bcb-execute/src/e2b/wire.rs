@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::remote::JobResults;
 use crate::{ExecError, Executor, Job, JobId, Outcome};
 
 /// A [`Job`] as a line.
@@ -53,7 +54,7 @@ pub fn jobs_file(jobs: &[Job]) -> Vec<u8> {
 }
 
 /// The results file the sandbox wrote → a result per job it names.
-pub fn read_results(bytes: &[u8]) -> Result<Vec<(JobId, Result<Outcome, ExecError>)>, String> {
+pub fn read_results(bytes: &[u8]) -> Result<JobResults, String> {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
         .filter(|l| !l.trim().is_empty())

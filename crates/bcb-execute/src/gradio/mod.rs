@@ -29,7 +29,7 @@ use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::remote::{all_failed, error_chain, short, HttpRetry, RemoteBackend};
+use crate::remote::{all_failed, error_chain, short, HttpRetry, JobResults, RemoteBackend};
 use crate::{Details, ExecError, Job, JobId, Outcome, Status};
 
 /// The upstream Space (the original's default `--gradio_endpoint`).
@@ -437,7 +437,7 @@ impl RemoteBackend for GradioBackend {
         "gradio"
     }
 
-    fn run_chunk(&self, jobs: &[Job]) -> Vec<(JobId, Result<Outcome, ExecError>)> {
+    fn run_chunk(&self, jobs: &[Job]) -> JobResults {
         if jobs.is_empty() {
             return Vec::new();
         }
