@@ -96,26 +96,13 @@ pub fn all_failed(jobs: &[Job], e: &ExecError) -> JobResults {
         .collect()
 }
 
-/// A value cut to a readable length for error messages.
+/// A value cut to a readable length for error messages (the shared excerpt).
 pub(crate) fn short(v: &impl std::fmt::Display) -> String {
-    let s = v.to_string();
-    match s.char_indices().nth(300) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
+    bcb_http::excerpt(&v.to_string())
 }
 
-/// An error with its causes (reqwest's own message hides the connection error).
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+/// An error with its causes (the shared printer).
+pub(crate) use bcb_http::error_chain;
 
 /// Backoff for one HTTP step of a remote backend (`--remote-retries`).
 #[derive(Debug, Clone, Copy)]
@@ -127,43 +114,33 @@ pub struct HttpRetry {
 }
 
 impl HttpRetry {
-    /// Sends what `build` makes, retrying connection errors, 429 and 5xx with backoff; any
-    /// other status comes back. After the last try: why, and how many tries were made.
+    /// Sends what `build` makes through the shared retry loop (`bcb-http`: backoff with
+    /// jitter, `Retry-After` first): connection errors, 429 and 5xx are tried again; any other
+    /// status comes back for the caller to read. After the last try: why, and how many tries.
     pub fn send(
         &self,
         what: &str,
         build: &dyn Fn() -> reqwest::blocking::RequestBuilder,
     ) -> Result<reqwest::blocking::Response, String> {
-        use backon::BackoffBuilder;
-        let mut delays = backon::ExponentialBuilder::default()
-            .with_min_delay(self.first_delay)
-            .with_max_delay(self.max_delay)
-            .with_max_times(self.retries)
-            .with_jitter()
-            .build();
-        loop {
-            let why = match build().send() {
-                Ok(r)
-                    if (r.status().is_server_error() && r.status().as_u16() != 507)
-                        || r.status().as_u16() == 429 =>
-                {
-                    let status = r.status();
-                    format!(
-                        "{what}: HTTP {status} {}",
-                        short(&r.text().unwrap_or_default())
-                    )
+        let policy = bcb_http::RetryPolicy {
+            retries: self.retries,
+            first_delay: self.first_delay,
+            max_delay: self.max_delay,
+            ..bcb_http::RetryPolicy::new(self.retries)
+        };
+        let op = || {
+            let sent = build().send();
+            match sent {
+                // 507 (disk full) will not clear by itself: the caller says so.
+                Ok(r) if r.status().as_u16() == 507 => Ok(r),
+                Ok(r) if r.status().is_server_error() || r.status().as_u16() == 429 => {
+                    Err(bcb_http::check_blocking(what, Ok(r)).expect_err("an error status"))
                 }
-                Ok(r) => return Ok(r),
-                Err(e) => format!("{what}: {}", error_chain(&e)),
-            };
-            match delays.next() {
-                Some(delay) => {
-                    tracing::warn!("{why}; retrying in {delay:.1?}");
-                    std::thread::sleep(delay);
-                }
-                None => return Err(format!("{why} (gave up after {} tries)", self.retries + 1)),
+                other => other.map_err(|e| bcb_http::HttpError::from_reqwest(what, &e)),
             }
-        }
+        };
+        bcb_http::retry_blocking(&policy, op, |_| true, |_, _| {})
+            .map_err(|f| format!("{what}: {} (gave up after {} tries)", f.error, f.attempts))
     }
 }
 
