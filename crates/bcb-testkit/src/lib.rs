@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use bcb_execute::{Details, ExecError, Executor, Job, JobId, OnDone, Outcome, Status};
+use bcb_execute::{
+    Details, ExecError, Executor, Job, JobId, JobSource, OnDone, OnServed, Outcome, Peek, Status,
+};
 
 /// Something a test may need from outside the repository.
 #[derive(Debug, Clone, Copy)]
@@ -176,6 +178,16 @@ impl FakeExecutor {
         self.attempts.lock().unwrap().clone()
     }
 
+    fn step(&self, job: &Job) -> Result<Outcome, ExecError> {
+        let attempt = {
+            let mut a = self.attempts.lock().unwrap();
+            let n = a.entry(job.id.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        (self.script)(job, attempt)
+    }
+
     /// Jobs run in all.
     pub fn total_runs(&self) -> usize {
         self.attempts.lock().unwrap().values().sum()
@@ -189,18 +201,28 @@ impl Executor for FakeExecutor {
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
         for job in jobs {
-            let attempt = {
-                let mut a = self.attempts.lock().unwrap();
-                let n = a.entry(job.id.clone()).or_default();
-                *n += 1;
-                *n
-            };
-            let result = (self.script)(&job, attempt);
+            let result = self.step(&job);
             if done(job, result).is_break() {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// One job at a time, pulled when the previous one is done (as a one-slot warm backend).
+    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
+        loop {
+            match source.pull() {
+                Some((ticket, job)) => {
+                    let result = self.step(&job);
+                    done(ticket, job, result);
+                }
+                None => match source.peek() {
+                    Peek::Closed => return Ok(()),
+                    _ => source.wait(std::time::Duration::from_millis(20)),
+                },
+            }
+        }
     }
 }
 

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use bcb_eval::plan::samples_journal_key;
-use bcb_eval::session::Reuse;
+use bcb_eval::samples_journal_key;
+use bcb_eval::Reuse;
 use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
     VerdictCache,
@@ -180,8 +180,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         shard: shard.as_ref(),
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
-            args.split.as_str(),
-            ds.subset.as_str(),
+            args.split,
+            ds.subset,
             args.check_gt_only,
             args.no_gt,
             save_pass_rate,

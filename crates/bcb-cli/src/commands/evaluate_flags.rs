@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     pub min_time_limit: f64,
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::limits::DEFAULT_BASE_TIMEOUT)]
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
     /// Address-space limit per sample in MB (RLIMIT_AS; 0 = none).
     #[arg(long, default_value_t = 30 * 1024)]

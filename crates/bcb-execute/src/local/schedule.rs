@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{ExecError, Job, OnDone, Outcome, Status};
+use crate::intake::{JobSource, OnServed, Peek};
+use crate::{ExecError, Job, Outcome, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
 /// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
@@ -118,20 +119,16 @@ impl Admission {
     }
 
     /// Overlap slots worth starting threads for.
-    fn extra_slots(&self, jobs: usize) -> usize {
+    pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
         (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
     }
 }
 
 /// Moves the queued jobs of `task` to the front, keeping their order and everyone else's.
 /// Returns how many moved.
+#[cfg(test)]
 pub(crate) fn promote_task(queue: &mut VecDeque<Job>, task: &str) -> usize {
-    let (mut front, rest): (VecDeque<Job>, VecDeque<Job>) =
-        queue.drain(..).partition(|j| j.task_id() == task);
-    let moved = front.len();
-    front.extend(rest);
-    *queue = front;
-    moved
+    crate::intake::promote_task(queue, task, Job::task_id)
 }
 
 /// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
@@ -203,7 +200,6 @@ struct IdleSample {
 }
 
 struct Shared {
-    queue: VecDeque<Job>,
     in_flight: usize,
     last_admission: Option<Instant>,
     /// Tasks with a sample that timed out asleep.
@@ -221,20 +217,23 @@ fn slept(outcome: &Outcome) -> bool {
             .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)
 }
 
-/// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
-/// into outcomes with `step`. `max_in_flight` bounds primary plus overlap slots.
+/// Runs what `source` hands out until it closes (`jobs`: how many it will hand out at most,
+/// when known, so a short batch starts no more workers than it has jobs); each worker builds
+/// its state with `make(index, primary)` and turns jobs into outcomes with `step`. Workers
+/// live as long as the source stays open: a warm source keeps them between submissions.
+/// `max_in_flight` bounds primary plus overlap slots.
 pub(crate) fn run_queue<W>(
-    jobs: Vec<Job>,
+    source: &dyn JobSource,
+    jobs: Option<usize>,
     admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
     step: &(dyn Fn(&mut W, &Job) -> Result<Outcome, ExecError> + Sync),
-    done: &OnDone,
+    done: &OnServed,
 ) {
-    let n = jobs.len();
+    let n = jobs.unwrap_or(usize::MAX);
     let workers = admission.workers.min(n.max(1));
     let extra = admission.extra_slots(n);
     let shared = Mutex::new(Shared {
-        queue: VecDeque::from(jobs),
         in_flight: 0,
         last_admission: None,
         sleepy: HashSet::new(),
@@ -242,8 +241,6 @@ pub(crate) fn run_queue<W>(
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
-    // Set when the caller asks to stop: no worker takes another job.
-    let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         if extra > 0 {
             scope.spawn(|| {
@@ -279,21 +276,24 @@ pub(crate) fn run_queue<W>(
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (shared, idle, stopped) = (&shared, &idle, &stopped);
+            let (shared, idle) = (&shared, &idle);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
                 let mut just_finished = false;
                 loop {
-                    if stopped.load(Ordering::Relaxed) {
-                        break;
-                    }
                     let next = {
                         let mut s = shared.lock().unwrap();
-                        let Some(front) = s.queue.front() else {
-                            break;
+                        let front = match source.peek() {
+                            Peek::Ready(task) => task,
+                            Peek::Closed => break,
+                            Peek::Idle => {
+                                drop(s);
+                                source.wait(INTERVAL);
+                                continue;
+                            }
                         };
-                        let next_sleeps = s.sleepy.contains(front.task_id());
+                        let next_sleeps = s.sleepy.contains(&front);
                         let my_turn = primary
                             || just_finished
                             || s.extra_busy[..w - workers].iter().all(|b| *b);
@@ -315,19 +315,23 @@ pub(crate) fn run_queue<W>(
                         let renew = load.renewing.is_some();
                         just_finished = false;
                         if primary || (my_turn && admission.admits(&load)) {
-                            s.in_flight += 1;
-                            if !primary {
-                                s.extra_busy[w - workers] = true;
-                                if !next_sleeps && !renew {
-                                    s.last_admission = Some(Instant::now());
+                            // The source may have lost the job meanwhile (a cancel).
+                            let pulled = source.pull();
+                            if pulled.is_some() {
+                                s.in_flight += 1;
+                                if !primary {
+                                    s.extra_busy[w - workers] = true;
+                                    if !next_sleeps && !renew {
+                                        s.last_admission = Some(Instant::now());
+                                    }
                                 }
                             }
-                            s.queue.pop_front()
+                            pulled
                         } else {
                             None
                         }
                     };
-                    let Some(job) = next else {
+                    let Some((ticket, job)) = next else {
                         std::thread::sleep(INTERVAL);
                         continue;
                     };
@@ -347,7 +351,7 @@ pub(crate) fn run_queue<W>(
                             if slept(o) {
                                 s.sleepy.insert(job.task_id().to_string());
                             }
-                            let moved = promote_task(&mut s.queue, job.task_id());
+                            let moved = source.promote(job.task_id());
                             if moved > 0 {
                                 tracing::debug!(
                                     "{} timed out: its {moved} queued sample(s) move to the front",
@@ -356,9 +360,7 @@ pub(crate) fn run_queue<W>(
                             }
                         }
                     }
-                    if done(job, outcome).is_break() {
-                        stopped.store(true, Ordering::Relaxed);
-                    }
+                    done(ticket, job, outcome);
                 }
             }));
         }
@@ -580,11 +582,19 @@ mod tests {
             };
             Ok(Outcome::new(status, Default::default()))
         };
-        let done = |j: Job, _o: Result<Outcome, ExecError>| {
+        let done = |_t, j: Job, _o: Result<Outcome, ExecError>| {
             seen.lock().unwrap().push(j);
-            std::ops::ControlFlow::Continue(())
         };
-        run_queue(jobs, Admission::new(1, 1, 0), &|_, _| (), &step, &done);
+        let n = jobs.len();
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(
+            &source,
+            Some(n),
+            Admission::new(1, 1, 0),
+            &|_, _| (),
+            &step,
+            &done,
+        );
         let seen: VecDeque<Job> = seen.into_inner().unwrap().into();
         assert_eq!(
             order(&seen),
