@@ -13,7 +13,9 @@
 //! - `error`: [`SessionError`].
 //!
 //! Public modules are file formats and tools around runs: [`journal`], [`verdict_cache`],
-//! [`shard`] (merging shard journals), [`cost`] (`bcb plan`), [`passk`].
+//! [`shard`] (merging shard journals), [`cost`] (`bcb plan`), [`passk`], and what the
+//! scheduler's order is made of ([`sleepers`], [`priors`], [`limits`]; the `sleepers_rank`
+//! example reads them).
 
 mod assembly;
 pub mod cost;
@@ -24,15 +26,16 @@ mod event;
 mod flaky;
 mod ground_truth;
 pub mod journal;
-mod limits;
+pub mod limits;
 pub mod passk;
 mod plan;
-mod priors;
+pub mod priors;
 mod results;
 mod runner;
 mod session;
 mod settings;
 pub mod shard;
+pub mod sleepers;
 pub mod verdict_cache;
 mod warm;
 

@@ -356,6 +356,7 @@ impl<'a> Session<'a> {
                     None => to_run.push(job.clone()),
                 }
             }
+            history(&state).apply(&mut to_run);
             crate::plan::longest_first(&mut to_run);
             let fresh = self.run_jobs(eng, Phase::Samples, to_run, &mut |job, outcome| {
                 hand_out(&job.id, outcome, Origin::Executed)
@@ -477,6 +478,24 @@ impl<'a> Session<'a> {
         eng.forget(runner.group);
         result
     }
+}
+
+/// Timeouts this run already knows of: resumed journal records and loaded result files.
+fn history(state: &[FileRun]) -> crate::sleepers::History {
+    let mut h = crate::sleepers::History::default();
+    for run in state {
+        for (id, o) in &run.done {
+            if o.status == Status::Timeout {
+                h.timed_out(&id.task_id, &id.digest);
+            }
+        }
+        for (task, rows) in run.loaded.iter().flat_map(|l| &l.eval) {
+            for r in rows.iter().filter(|r| r.status == Status::Timeout) {
+                h.timed_out_code(task, &r.solution);
+            }
+        }
+    }
+    h
 }
 
 /// One samples file's part of a run.

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use super::freeze::Seat;
 use super::process::{run_cold, setup_failure, Base};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
@@ -42,9 +43,9 @@ impl PoolExecutor {
         self.slots_started.load(Ordering::Relaxed)
     }
 
-    fn spawn_slot(&self, spec: &SlotSpec) -> Result<Slot> {
+    fn spawn_slot(&self, spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
         self.slots_started.fetch_add(1, Ordering::Relaxed);
-        Slot::spawn(spec)
+        Slot::spawn_for(spec, seat)
     }
 }
 
@@ -78,7 +79,7 @@ impl PoolExecutor {
         cold.one_shot = true;
         // Start warming now so the first sample does not wait on imports.
         let slot = if primary {
-            self.spawn_slot(&warm)
+            self.spawn_slot(&warm, None)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         } else {
@@ -92,9 +93,9 @@ impl PoolExecutor {
         })
     }
 
-    fn step(&self, w: &mut Worker, job: &Job) -> Result<Outcome, ExecError> {
+    fn step(&self, w: &mut Worker, job: &Job, seat: &Seat) -> Result<Outcome, ExecError> {
         if needs_cold_path(job) {
-            return run_cold(&w.cold, job);
+            return run_cold(&w.cold, job, seat);
         }
         let start = Instant::now();
         if w.slot
@@ -104,20 +105,20 @@ impl PoolExecutor {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match self.spawn_slot(&w.warm) {
+            match self.spawn_slot(&w.warm, Some(seat)) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
-                    return run_cold(&w.cold, job);
+                    return run_cold(&w.cold, job, seat);
                 }
             }
         }
         let slot = w.slot.as_mut().expect("slot present");
-        match slot.run(job) {
+        match slot.run(job, seat) {
             Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
                 Reading::Done(o) => Ok(o),
                 Reading::Abnormal(first) => {
-                    let mut o = run_cold(&w.cold, job)?;
+                    let mut o = run_cold(&w.cold, job, seat)?;
                     let after = first.remark.unwrap_or(Remark::Other {
                         text: "an abnormal reading".into(),
                     });
@@ -145,8 +146,8 @@ impl PoolExecutor {
         done: &OnServed,
     ) -> Result<(), ExecError> {
         let make = |w: usize, primary: bool| self.worker(w, primary);
-        let step = |state: &mut Result<Worker>, job: &Job| match state {
-            Ok(w) => self.step(w, job),
+        let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
+            Ok(w) => self.step(w, job, seat),
             Err(e) => setup_failure(e),
         };
         run_queue(source, jobs, self.base.admission(), &make, &step, done);
