@@ -5,17 +5,21 @@
 //! upstream's terms ([`Status`] + [`Details`]) with timings — or an [`ExecError`] when it
 //! could not get one (infrastructure, retryable or not). An `ExecError` is never a verdict.
 //!
-//! Backends: [`local`] (this machine: a sandboxed fresh process or pre-warmed pool per
-//! sample, see its docs). Remote backends plug in behind the same trait; [`ExecutorSpec`]
-//! names which one a run uses.
+//! Backends, one folder each: [`local`] (this machine: a sandboxed fresh process or
+//! pre-warmed pool per sample, see its docs), [`gradio`] (a BigCodeBench evaluator Space) and
+//! [`e2b`] (an E2B sandbox running the local backend). Remote ones send jobs in chunks through
+//! [`remote::Chunked`] and keep the same contract; [`ExecutorSpec`] names which one a run uses.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+pub mod e2b;
 mod error;
+pub mod gradio;
 pub mod intake;
 mod job;
 pub mod local;
+pub mod remote;
 mod spec;
 mod verdict;
 
@@ -26,7 +30,7 @@ pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
     Protection,
 };
-pub use spec::{ExecutorSpec, LocalKind};
+pub use spec::{ExecutorSpec, LocalKind, Runtime};
 pub use verdict::{Details, Outcome, Remark, Status, ALL};
 
 /// Interpreter and limits every local backend needs.
