@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How the orchestrator grows with the number of samples: plan → session → sinks with the
-# scripted executor (nothing runs; bcb-sinks example `scale`), one process per size, over the
+# scripted executor (nothing runs; bcb-eval example `scale`), one process per size, over the
 # full dataset's 1,140 tasks (canonical solutions with a distinct comment: real program sizes,
 # no duplicates; half pass, 40% fail with a traceback, 10% time out). Prints a table:
 #
@@ -23,7 +23,7 @@ out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-scale.XXXXXX)}
 mkdir -p "$out"
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(10000 100000 1000000)
-(cd "$here" && cargo build -q --release -p bcb-sinks --example scale)
+(cd "$here" && cargo build -q --release -p bcb-eval --example scale)
 bin=${CARGO_TARGET_DIR:-$here/target}/release/examples/scale
 
 printf '| jobs | CPU s | CPU µs/job | wall s | read s | peak RSS MB | RSS-base / samples | samples MB | results write s | results MB | journal s |\n'

@@ -1,114 +1,50 @@
-//! How `bcb generate` shows a run: a bar on a terminal; plain lines every few seconds when
-//! stderr is a file or pipe (nohup, CI), so a long run is never silent and its log has no
-//! escape codes.
+//! How `bcb generate` shows a run, through the shared display (`bcb-progress`): a bar on a
+//! terminal; plain lines every few seconds when stderr is a file or pipe (nohup, CI) or
+//! `TERM=dumb`, so a long run is never silent and its log has no escape codes.
 
-use bcb_envvars::EnvVars;
-use std::io::{IsTerminal, Write};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bcb_generate::{Event, Reporter, Snapshot};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use bcb_progress::{Display, Progress, ProgressMode};
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Mode {
-    /// A progress bar (stderr is a terminal).
-    Bar,
-    /// A plain line every `interval`.
-    Lines(Duration),
-    /// Only the first and last lines.
-    Quiet,
-}
-
-impl Mode {
-    /// Bar on a terminal, lines elsewhere; `--no-progress` turns both off.
-    pub fn detect(no_progress: bool, interval: Duration) -> Mode {
-        if no_progress {
-            Mode::Quiet
-        } else if std::io::stderr().is_terminal()
-            && std::env::var_os(EnvVars::TERM).is_none_or(|t| t != "dumb")
-        {
-            Mode::Bar
-        } else {
-            Mode::Lines(interval)
-        }
+/// `--no-progress` shows only the first and last lines; else a bar or lines every `interval`.
+pub fn mode(no_progress: bool, interval: Duration) -> ProgressMode {
+    if no_progress {
+        ProgressMode::Off
+    } else {
+        ProgressMode::Auto { interval }
     }
-}
-
-struct State {
-    last: Snapshot,
-    started: Instant,
 }
 
 pub struct CliReporter {
-    mode: Mode,
-    state: Arc<Mutex<State>>,
-    bar: ProgressBar,
-    ticker: Mutex<Option<(Sender<()>, JoinHandle<()>)>>,
+    progress: Mutex<Progress>,
 }
 
 impl CliReporter {
-    pub fn new(mode: Mode) -> Arc<Self> {
-        let bar = if mode == Mode::Bar {
-            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            b.set_style(
-                ProgressStyle::with_template(
-                    "[{elapsed_precise}] {wide_bar} {pos}/{len} samples {msg} (eta {eta})",
-                )
-                .expect("valid template"),
-            );
-            b
-        } else {
-            ProgressBar::hidden()
-        };
+    pub fn new(mode: ProgressMode) -> Arc<Self> {
         Arc::new(CliReporter {
-            mode,
-            state: Arc::new(Mutex::new(State {
-                last: Snapshot::default(),
-                started: Instant::now(),
-            })),
-            bar,
-            ticker: Mutex::new(None),
+            progress: Mutex::new(Progress::new(mode)),
         })
     }
+}
 
-    fn line(&self, text: &str) {
-        if self.mode == Mode::Bar {
-            self.bar.println(text);
-        } else {
-            let _ = writeln!(std::io::stderr(), "{text}");
-        }
+/// The generation fields of a progress line.
+fn detail(s: &Snapshot) -> String {
+    let failed = match s.failed_tasks {
+        1 => "1 failed task".to_string(),
+        n => format!("{n} failed tasks"),
+    };
+    let mut d = format!("{failed} | {} retries | {} tok", s.retries, s.output_tokens);
+    if let Some(c) = s.cost_usd {
+        d.push_str(&format!(" | ${c:.4}"));
     }
-
-    fn start_ticker(&self, interval: Duration) {
-        let (tx, rx) = channel::<()>();
-        let state = self.state.clone();
-        let handle = std::thread::spawn(move || loop {
-            match rx.recv_timeout(interval) {
-                Err(RecvTimeoutError::Timeout) => {
-                    let st = state.lock().unwrap();
-                    let mut snap = st.last.clone();
-                    snap.elapsed = st.started.elapsed();
-                    let _ = writeln!(std::io::stderr(), "{}", snap.plain_line());
-                }
-                _ => return,
-            }
-        });
-        *self.ticker.lock().unwrap() = Some((tx, handle));
-    }
-
-    fn stop_ticker(&self) {
-        if let Some((tx, handle)) = self.ticker.lock().unwrap().take() {
-            drop(tx);
-            let _ = handle.join();
-        }
-    }
+    d
 }
 
 impl Reporter for CliReporter {
     fn event(&self, event: &Event) {
+        let mut p = self.progress.lock().unwrap();
         match event {
             Event::Plan {
                 model,
@@ -117,57 +53,35 @@ impl Reporter for CliReporter {
                 to_generate,
                 path,
             } => {
-                self.line(&format!(
+                p.say(&format!(
                     "{model}: {tasks} tasks, {present} samples present, {to_generate} to generate -> {}",
                     path.display()
                 ));
-                {
-                    let mut st = self.state.lock().unwrap();
-                    st.started = Instant::now();
-                    st.last.total = *to_generate;
-                }
-                self.bar.set_length(*to_generate);
-                if let Mode::Lines(interval) = self.mode {
-                    if *to_generate > 0 {
-                        self.start_ticker(interval);
-                    }
-                }
+                p.start("generate", "samples", *to_generate);
             }
             Event::Progress(s) => {
-                self.state.lock().unwrap().last = s.clone();
-                self.bar.set_position(s.done);
-                let mut msg = format!("{:.1}/min", s.per_minute());
-                if s.failed_tasks > 0 {
-                    msg.push_str(&format!(" {} failed", s.failed_tasks));
-                }
-                if let Some(c) = s.cost_usd {
-                    msg.push_str(&format!(" ${c:.4}"));
-                }
-                self.bar.set_message(msg);
+                p.set_done(s.done);
+                p.set_detail(detail(s));
             }
             Event::TaskFailed {
                 task_id,
                 error,
                 snapshot,
             } => {
-                self.state.lock().unwrap().last = snapshot.clone();
-                if self.mode != Mode::Quiet {
-                    self.line(&format!("{task_id}: gave up for this run: {error}"));
+                p.set_done(snapshot.done);
+                p.set_detail(detail(snapshot));
+                if p.display() != Display::Off {
+                    p.say(&format!("{task_id}: gave up for this run: {error}"));
                 }
             }
             Event::Finished(s) => {
-                self.stop_ticker();
-                self.bar.finish_and_clear();
-                if let Mode::Lines(_) = self.mode {
-                    self.line(&s.plain_line());
+                p.set_done(s.done);
+                p.set_detail(detail(s));
+                let last = p.finish();
+                if let Display::Lines(_) = p.display() {
+                    p.say(&last.line());
                 }
             }
         }
-    }
-}
-
-impl Drop for CliReporter {
-    fn drop(&mut self) {
-        self.stop_ticker();
     }
 }

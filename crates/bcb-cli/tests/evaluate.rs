@@ -566,3 +566,63 @@ fn save_pass_rate_false_keeps_the_pass_at_k_file_and_no_execute_runs_nothing() {
         "{\"kept\": 1}"
     );
 }
+
+/// The README's promise: on a terminal a bar; with `TERM=dumb` or when stderr is a pipe,
+/// plain lines without escape codes. The terminal is a real pty (`script`, util-linux).
+#[test]
+fn term_dumb_and_pipes_get_plain_progress_lines_a_terminal_gets_a_bar() {
+    let Some(env) = evalkit::env() else { return };
+    let samples = env.path("t.jsonl");
+    write_jsonl(
+        &samples,
+        &[json!({"task_id": "BigCodeBench/4", "solution": canonical(&env, "BigCodeBench/4")})],
+    );
+    let args = [
+        "evaluate",
+        "--split",
+        "complete",
+        "--subset",
+        "full",
+        "--ids",
+        "4",
+        "--force",
+        "--progress-interval",
+        "1",
+        "--samples",
+        samples.to_str().unwrap(),
+    ];
+    let bare_cr = |s: &str| s.replace("\r\n", "\n").contains('\r');
+    let piped = env.run(&args);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    let text = stderr(&piped);
+    assert!(!text.contains('\x1b') && !bare_cr(&text), "{text:?}");
+    assert!(text.contains("evaluate: 1/1 jobs (100.0%)"), "{text}");
+    let on_tty = |term: &str| {
+        let line = std::iter::once(env!("CARGO_BIN_EXE_bcb"))
+            .chain(args)
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let bcb = env.bcb();
+        let mut script = std::process::Command::new("script");
+        for (k, v) in bcb.get_envs() {
+            match v {
+                Some(v) => script.env(k, v),
+                None => script.env_remove(k),
+            };
+        }
+        let out = script
+            .env("TERM", term)
+            .env_remove("NO_COLOR")
+            .args(["-qec", &line, "/dev/null"])
+            .output()
+            .expect("`script` (util-linux) gives bcb a terminal");
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dumb = on_tty("dumb");
+    assert!(!dumb.contains('\x1b') && !bare_cr(&dumb), "{dumb:?}");
+    assert!(dumb.contains("evaluate: 1/1 jobs (100.0%)"), "{dumb}");
+    let xterm = on_tty("xterm");
+    assert!(xterm.contains('\x1b'), "a terminal gets a bar: {xterm:?}");
+}

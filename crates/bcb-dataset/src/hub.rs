@@ -9,11 +9,11 @@ use bcb_envvars::EnvVars;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use bcb_http::{check_blocking, error_chain, retry_blocking, Failed, HttpError, RetryPolicy};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use reqwest::blocking::Client;
-use reqwest::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER};
-use reqwest::StatusCode;
+use reqwest::header::{HeaderValue, AUTHORIZATION};
 
 use crate::{Dataset, DatasetError, Subset};
 
@@ -29,8 +29,9 @@ pub fn parquet_url(endpoint: &str, subset: Subset, version: &str) -> String {
     )
 }
 
-/// Tries per download; only 5xx/408/429 answers and connection/timeout errors are retried.
-const ATTEMPTS: u32 = 3;
+/// Further tries per download; only 5xx/408/429 answers and connection/timeout errors are
+/// retried (see [`bcb_http::ErrorClass`]).
+const RETRIES: usize = 2;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Whole request including the body: the full set's parquet is a few MB.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
@@ -101,21 +102,6 @@ fn download_err(url: &str, dest: &Path, message: String) -> DatasetError {
     }
 }
 
-/// An error with its causes (reqwest's own text alone is often just "error sending request").
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// GETs `url` (following redirects, as the hub sends files from a CDN), with retries.
 fn fetch(url: &str, dest: &Path) -> Result<bytes::Bytes, DatasetError> {
     let client = Client::builder()
@@ -146,76 +132,40 @@ fn fetch(url: &str, dest: &Path) -> Result<bytes::Bytes, DatasetError> {
         }
         None => None,
     };
-    let mut attempt = 1;
-    loop {
+    let policy = RetryPolicy {
+        retries: RETRIES,
+        first_delay: Duration::from_millis(500),
+        max_delay: Duration::from_secs(5),
+        max_server_wait: MAX_RETRY_WAIT,
+    };
+    let get = || {
         let mut request = client.get(url);
         if let Some(value) = &auth {
             request = request.header(AUTHORIZATION, value.clone());
         }
-        // Success returns; any failure says what went wrong, whether to retry, how long to wait.
-        let (message, retryable, wait): (String, bool, Option<Duration>) = match request.send() {
-            Ok(response) if response.status().is_success() => match response.bytes() {
-                Ok(body) => return Ok(body),
-                Err(e) => (
-                    format!("reading the body failed: {}", error_chain(&e.without_url())),
-                    true,
-                    None,
-                ),
-            },
-            Ok(response) => {
-                let status = response.status();
-                let wait = response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(|s| Duration::from_secs(s).min(MAX_RETRY_WAIT));
-                let hub_says = response
-                    .headers()
-                    .get("x-error-message")
-                    .and_then(|v| v.to_str().ok())
-                    .map(|m| format!(" (the hub says: {m})"))
-                    .unwrap_or_default();
-                let retryable = status.is_server_error()
-                    || status == StatusCode::TOO_MANY_REQUESTS
-                    || status == StatusCode::REQUEST_TIMEOUT;
-                (
-                    format!("HTTP {status}{hub_says}{}", status_advice(status)),
-                    retryable,
-                    wait,
-                )
-            }
-            Err(e) => {
-                let retryable = e.is_connect() || e.is_timeout() || e.is_request() || e.is_body();
-                (error_chain(&e.without_url()), retryable, None)
-            }
+        let response = check_blocking(url, request.send())?;
+        response
+            .bytes()
+            .map_err(|e| HttpError::from_reqwest(url, &e))
+    };
+    retry_blocking(&policy, get, |_| true, |_, _| {}).map_err(|failed| {
+        let advice = failed.error.status().map_or("", status_advice);
+        let attempts = Failed {
+            error: failed.error.message(),
+            attempts: failed.attempts,
         };
-        if !retryable || attempt >= ATTEMPTS {
-            let tries = if attempt > 1 {
-                format!(" (after {attempt} attempts)")
-            } else {
-                String::new()
-            };
-            return Err(download_err(url, dest, format!("{message}{tries}")));
-        }
-        let wait = wait.unwrap_or(Duration::from_millis(500 * u64::from(attempt)));
-        tracing::warn!(
-            "download of {url} failed ({message}); retrying in {:.1}s",
-            wait.as_secs_f64()
-        );
-        std::thread::sleep(wait);
-        attempt += 1;
-    }
+        download_err(url, dest, format!("{attempts}{advice}"))
+    })
 }
 
 /// What an HTTP error status most likely means on the hub.
-fn status_advice(status: StatusCode) -> &'static str {
+fn status_advice(status: u16) -> &'static str {
     match status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+        401 | 403 => {
             ": the hub refused access; if the dataset needs a login, set HF_TOKEN to a Hugging Face access token"
         }
-        StatusCode::NOT_FOUND => ": no such file on the hub (is the dataset version right?)",
-        s if s.is_server_error() => ": the hub (or the mirror at --hub-endpoint/HF_ENDPOINT) is failing; try again later",
+        404 => ": no such file on the hub (is the dataset version right?)",
+        500..=599 => ": the hub (or the mirror at --hub-endpoint/HF_ENDPOINT) is failing; try again later",
         _ => "",
     }
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::error::{parse_retry_after, ApiError};
+pub use bcb_http::excerpt;
+
+use crate::error::ApiError;
 
 #[derive(Clone)]
 pub struct Http {
@@ -30,26 +32,14 @@ impl Http {
         headers: HeaderMap,
         body: &Value,
     ) -> Result<reqwest::Response, ApiError> {
-        let resp = self
+        let sent = self
             .client
             .post(url)
             .headers(headers)
             .json(body)
             .send()
-            .await
-            .map_err(|e| ApiError::from_reqwest(url, &e))?;
-        let status = resp.status();
-        if status.is_success() {
-            return Ok(resp);
-        }
-        let retry_after = parse_retry_after(resp.headers());
-        let text = resp.text().await.unwrap_or_default();
-        Err(ApiError::Status {
-            status: status.as_u16(),
-            url: url.to_string(),
-            message: error_message(&text),
-            retry_after,
-        })
+            .await;
+        bcb_http::check(url, sent).await
     }
 
     pub async fn post_json(
@@ -70,42 +60,6 @@ impl Http {
                 excerpt(&String::from_utf8_lossy(&bytes))
             ),
         })
-    }
-}
-
-/// The `error.message` of the usual JSON error bodies, else the start of the body.
-fn error_message(text: &str) -> String {
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
-        let msg = v
-            .pointer("/error/message")
-            .or_else(|| v.get("error"))
-            .or_else(|| v.get("message"))
-            .or_else(|| v.get("detail"));
-        if let Some(m) = msg {
-            return match m {
-                Value::String(s) => excerpt(s),
-                other => excerpt(&other.to_string()),
-            };
-        }
-    }
-    if text.trim().is_empty() {
-        "(empty body)".into()
-    } else {
-        excerpt(text)
-    }
-}
-
-pub fn excerpt(s: &str) -> String {
-    const MAX: usize = 300;
-    let s = s.trim();
-    if s.len() <= MAX {
-        s.to_string()
-    } else {
-        let mut end = MAX;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
     }
 }
 

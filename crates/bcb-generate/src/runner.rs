@@ -1,7 +1,6 @@
 //! A generation run: check the inputs, work out what is missing, send requests concurrently
 //! under the configured limits, journal every sample as it arrives, then write the final file.
 
-use bcb_envvars::EnvVars;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -10,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use backon::{ExponentialBuilder, Retryable};
 use bcb_dataset::{Dataset, Task};
+use bcb_http::{retry_async, RetryPolicy};
 use bcb_samples::JsonlAppender;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use serde::Serialize;
@@ -645,12 +644,10 @@ impl UnitCtx {
         req: &GenRequest,
         est_tokens: u32,
     ) -> Result<crate::providers::GenResponse, ApiError> {
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(self.opts_retry_min())
-            .with_max_delay(Duration::from_secs(60))
-            .with_factor(2.0)
-            .with_jitter()
-            .with_max_times(self.opts.max_retries);
+        let policy = RetryPolicy {
+            max_delay: Duration::from_secs(60),
+            ..RetryPolicy::new(self.opts.max_retries)
+        };
         let op = || async {
             self.limits.wait(est_tokens).await;
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
@@ -658,22 +655,16 @@ impl UnitCtx {
             self.count_connection(&result);
             result
         };
-        op.retry(backoff)
-            .when(|e: &ApiError| {
-                e.class() == ErrorClass::Retry && !self.stop.load(Ordering::SeqCst)
-            })
-            .adjust(|e: &ApiError, d: Option<Duration>| {
-                // The server's Retry-After wins over our own schedule (capped at 10 min).
-                match (d, e.retry_after()) {
-                    (Some(_), Some(ra)) => Some(ra.min(Duration::from_secs(600))),
-                    (d, _) => d,
-                }
-            })
-            .notify(|e: &ApiError, d: Duration| {
+        retry_async(
+            &policy,
+            op,
+            |_| !self.stop.load(Ordering::SeqCst),
+            |_, _| {
                 self.stats.retries.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("retrying in {:.1}s after: {e}", d.as_secs_f64());
-            })
-            .await
+            },
+        )
+        .await
+        .map_err(|failed| failed.error)
     }
 
     /// Stops the whole run: in-flight requests are cancelled, written samples stay.
@@ -706,10 +697,6 @@ impl UnitCtx {
                  check --base-url and that the server is running and reachable"
             ));
         }
-    }
-
-    fn opts_retry_min(&self) -> Duration {
-        retry_min_delay()
     }
 
     async fn to_rows(
@@ -746,15 +733,6 @@ impl UnitCtx {
         // The sanitizer is CPU work: keep it off the request threads.
         tokio::task::spawn_blocking(work).await.unwrap_or_default()
     }
-}
-
-/// The first retry waits this long (then doubles); `BCB_RETRY_MIN_DELAY_MS` shortens it in tests.
-fn retry_min_delay() -> Duration {
-    std::env::var(EnvVars::BCB_RETRY_MIN_DELAY_MS)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(Duration::from_secs(1))
 }
 
 fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {

@@ -1,46 +1,28 @@
-//! Progress of a run: a bar on a terminal; on anything else (CI logs, `nohup`) a plain line
-//! at a fixed interval — done/total, rate, ETA, pass rate — even while nothing finishes, so
-//! long runs are never silent. No colour when `NO_COLOR` is set or not on a terminal.
+//! Progress of a run, drawn by the shared display (`bcb-progress`): a bar on a terminal; on
+//! anything else (CI logs, `nohup`, `TERM=dumb`) a plain line at a fixed interval — done/total,
+//! rate, pass/fail counts, ETA — even while nothing finishes, so long runs are never silent.
+//!
+//! The ETA follows expected seconds: jobs run longest first, so the count rate of the first
+//! minutes would promise far too long. A samples phase expects the mean ground-truth time of
+//! the selected tasks per job; the ground-truth phase counts.
 
-use bcb_envvars::EnvVars;
-use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bcb_eval::{Event, Phase, Sink};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ProgressMode {
-    /// Nothing (`--quiet`).
-    Off,
-    /// A bar if stderr is a terminal, else lines every `interval`.
-    Auto { interval: Duration },
-    /// Lines every `interval` on stderr, whatever it is.
-    Lines { interval: Duration },
-}
-
-impl ProgressMode {
-    pub fn auto() -> Self {
-        ProgressMode::Auto {
-            interval: Duration::from_secs(30),
-        }
-    }
-}
+use bcb_eval::{Event, Origin, Phase, Sink};
+pub use bcb_progress::ProgressMode;
+use bcb_progress::{clock, Progress};
 
 #[derive(Default)]
 struct Counts {
     label: &'static str,
-    todo: u64,
-    done: u64,
     passed: u64,
     failed: u64,
     timeouts: u64,
     /// Verdicts reused instead of executed (dedup within the run, the verdict cache).
     deduplicated: u64,
     cached: u64,
-    started: Option<Instant>,
     /// What the jobs cost: sums of test, job-wall and CPU time, and the longest job.
+    executed: u64,
     test_secs: f64,
     wall_secs: f64,
     cpu_secs: f64,
@@ -48,49 +30,29 @@ struct Counts {
 }
 
 impl Counts {
-    fn line(&self) -> String {
-        let elapsed = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
-        let rate = if elapsed > 0.0 {
-            self.done as f64 / elapsed
-        } else {
-            0.0
-        };
-        let eta = if rate > 0.0 && self.todo > self.done {
-            format!(", eta {}", clock((self.todo - self.done) as f64 / rate))
-        } else {
-            String::new()
-        };
+    fn detail(&self) -> String {
         let saved = if self.deduplicated + self.cached > 0 {
             format!(
-                ", {} saved by dedup, {} cached",
+                " | {} saved by dedup, {} cached",
                 self.deduplicated, self.cached
             )
         } else {
             String::new()
         };
         format!(
-            "{}: {}/{} done ({:.1}/s{eta}), {} pass, {} fail, {} timeout{saved}, {} elapsed",
-            self.label,
-            self.done,
-            self.todo,
-            rate,
-            self.passed,
-            self.failed,
-            self.timeouts,
-            clock(elapsed)
+            "{} pass, {} fail, {} timeout{saved}",
+            self.passed, self.failed, self.timeouts
         )
     }
-}
 
-impl Counts {
     /// The phase's cost line, once it ran something.
-    fn cost_line(&self) -> Option<String> {
-        (self.done > 0).then(|| {
+    fn cost_line(&self, wall: Duration) -> Option<String> {
+        (self.executed > 0).then(|| {
             format!(
                 "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s",
                 self.label,
-                self.done,
-                self.started.map_or(0.0, |s| s.elapsed().as_secs_f64()),
+                self.executed,
+                wall.as_secs_f64(),
                 self.test_secs,
                 self.wall_secs,
                 self.cpu_secs,
@@ -100,105 +62,41 @@ impl Counts {
     }
 }
 
-fn clock(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
 pub struct ProgressSink {
     mode: ProgressMode,
-    counts: Arc<Mutex<Counts>>,
-    bar: Option<ProgressBar>,
-    /// Stops the line ticker of the current phase when dropped.
-    ticker: Option<std::sync::mpsc::Sender<()>>,
+    progress: Progress,
+    counts: Counts,
+    /// Mean expected seconds of a job of the selected tasks (from the ground truth).
+    mean_expected: Option<f64>,
 }
 
 impl ProgressSink {
     pub fn new(mode: ProgressMode) -> Self {
         ProgressSink {
             mode,
-            counts: Arc::new(Mutex::new(Counts::default())),
-            bar: None,
-            ticker: None,
-        }
-    }
-
-    fn say(&self, text: &str) {
-        match &self.bar {
-            Some(bar) => bar.suspend(|| {
-                let _ = writeln!(std::io::stderr(), "{text}");
-            }),
-            None => {
-                let _ = writeln!(std::io::stderr(), "{text}");
-            }
+            progress: Progress::new(mode),
+            counts: Counts::default(),
+            mean_expected: None,
         }
     }
 
     fn start(&mut self, phase: Phase, todo: usize, done: usize) {
-        self.finish();
-        {
-            let mut c = self.counts.lock().unwrap();
-            *c = Counts {
-                label: phase.label(),
-                todo: todo as u64,
-                started: Some(Instant::now()),
-                ..Counts::default()
-            };
-        }
+        self.progress.finish();
+        self.counts = Counts {
+            label: phase.label(),
+            ..Counts::default()
+        };
         let resumed = if done > 0 {
             format!(" ({done} already done, resuming)")
         } else {
             String::new()
         };
-        self.say(&format!("{}: {todo} to run{resumed}", phase.label()));
-        if todo == 0 {
-            return;
-        }
-        let interval = match self.mode {
-            ProgressMode::Off => return,
-            ProgressMode::Auto { interval } if !std::io::stderr().is_terminal() => interval,
-            ProgressMode::Lines { interval } => interval,
-            ProgressMode::Auto { .. } => {
-                let bar =
-                    ProgressBar::with_draw_target(Some(todo as u64), ProgressDrawTarget::stderr());
-                let colour = std::env::var_os(EnvVars::NO_COLOR).is_none_or(|v| v.is_empty());
-                let template = if colour {
-                    "{prefix:>12.bold} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})"
-                } else {
-                    "{prefix:>12} [{bar:30}] {pos}/{len} {msg} ({elapsed}, eta {eta})"
-                };
-                bar.set_style(
-                    ProgressStyle::with_template(template)
-                        .expect("valid template")
-                        .progress_chars("=> "),
-                );
-                bar.set_prefix(phase.label());
-                bar.enable_steady_tick(Duration::from_millis(250));
-                self.bar = Some(bar);
-                return;
-            }
-        };
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let counts = self.counts.clone();
-        std::thread::spawn(move || {
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
-                let line = counts.lock().unwrap().line();
-                let _ = writeln!(std::io::stderr(), "{line}");
-            }
-        });
-        self.ticker = Some(tx);
-    }
-
-    fn finish(&mut self) {
-        self.ticker = None;
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
+        self.progress
+            .say(&format!("{}: {todo} to run{resumed}", phase.label()));
+        self.progress.start(phase.label(), "jobs", todo as u64);
+        if phase != Phase::GroundTruth {
+            self.progress
+                .set_expected_total(self.mean_expected.map(|m| m * todo as f64));
         }
     }
 }
@@ -217,19 +115,29 @@ impl Sink for ProgressSink {
                 executor,
                 parallel,
                 protections,
-            } => self.say(&format!(
+            } => self.progress.say(&format!(
                 "{action} {tasks} tasks ({subset} {version}), executor {executor} x{parallel}: {}",
                 protections.join(", ")
             )),
+            Event::GroundTruthReady { gt, task_ids } => {
+                let known: Vec<f64> = task_ids
+                    .iter()
+                    .filter_map(|id| gt.expected_secs(id))
+                    .collect();
+                self.mean_expected =
+                    (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64);
+            }
             Event::PhaseStarted { phase, todo, done } => self.start(*phase, *todo, *done),
             Event::JobDone {
-                outcome, origin, ..
+                job,
+                outcome,
+                origin,
+                ..
             } => {
-                let mut c = self.counts.lock().unwrap();
-                c.done += 1;
+                let c = &mut self.counts;
                 match origin {
-                    bcb_eval::Origin::Duplicate => c.deduplicated += 1,
-                    bcb_eval::Origin::Cached => c.cached += 1,
+                    Origin::Duplicate => c.deduplicated += 1,
+                    Origin::Cached => c.cached += 1,
                     _ => {}
                 }
                 match outcome.status {
@@ -238,19 +146,21 @@ impl Sink for ProgressSink {
                     bcb_execute::Status::Timeout => c.timeouts += 1,
                 }
                 // The cost line counts real executions only.
-                if *origin == bcb_eval::Origin::Executed {
+                if *origin == Origin::Executed {
+                    c.executed += 1;
                     c.test_secs += outcome.test_secs.unwrap_or(0.0);
                     c.wall_secs += outcome.wall_secs;
                     c.cpu_secs += outcome.cpu_secs.unwrap_or(0.0);
                     c.longest = c.longest.max(outcome.wall_secs);
                 }
-                if let Some(bar) = &self.bar {
-                    bar.set_message(format!(
-                        "pass {:.1}%",
-                        100.0 * c.passed as f64 / c.done as f64
-                    ));
-                    bar.inc(1);
+                // A phase counts executions: copies of one (dedup) are not more work.
+                let expected = job.expected_secs.or(self.mean_expected).unwrap_or(0.0);
+                match origin {
+                    Origin::Executed => self.progress.advance(1, expected),
+                    Origin::Cached | Origin::Refused => self.progress.skip(1, expected),
+                    Origin::Duplicate => {}
                 }
+                self.progress.set_detail(c.detail());
             }
             Event::Retrying {
                 jobs,
@@ -258,33 +168,23 @@ impl Sink for ProgressSink {
                 delay,
                 error,
                 ..
-            } => self.say(&format!(
+            } => self.progress.say(&format!(
                 "{jobs} job(s) got no verdict ({error}); retry {attempt} in {}",
-                clock(delay.as_secs_f64())
+                clock(*delay)
             )),
             Event::PhaseFinished { .. } => {
-                self.finish();
-                let (line, cost) = {
-                    let c = self.counts.lock().unwrap();
-                    (c.line(), c.cost_line())
-                };
-                self.say(&line);
-                if let Some(cost) = cost {
-                    self.say(&cost);
+                let last = self.progress.finish();
+                self.progress.say(&last.line());
+                if let Some(cost) = self.counts.cost_line(last.elapsed) {
+                    self.progress.say(&cost);
                 }
             }
-            Event::ResultsLoaded { path } => self.say(&format!(
+            Event::ResultsLoaded { path } => self.progress.say(&format!(
                 "Loading previous results from {} (pass --force to evaluate again)",
                 path.display()
             )),
             _ => {}
         }
         Ok(())
-    }
-}
-
-impl Drop for ProgressSink {
-    fn drop(&mut self) {
-        self.finish();
     }
 }

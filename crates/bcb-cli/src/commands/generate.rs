@@ -12,7 +12,7 @@ use bcb_dataset::Split;
 use bcb_generate::{Backend, ConfigFile, GenerateOptions, Temperature};
 
 use crate::common::DatasetArgs;
-use crate::generate_progress::{CliReporter, Mode};
+use crate::generate_progress::{mode, CliReporter};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -314,7 +314,7 @@ impl ModelArgs {
     /// The progress display for this run: a bar on a terminal, plain lines in a log.
     pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
         anyhow::ensure!(interval_secs > 0.0, "--progress-interval must be positive");
-        let mode = Mode::detect(self.no_progress, Duration::from_secs_f64(interval_secs));
+        let mode = mode(self.no_progress, Duration::from_secs_f64(interval_secs));
         Ok(CliReporter::new(mode))
     }
 }

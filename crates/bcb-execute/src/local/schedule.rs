@@ -11,6 +11,11 @@
 //! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
 //! A CPU-bound run therefore keeps `workers` samples running and rarely more.
 //!
+//! Samples admitted beyond `workers` never take a core from the others: the governor
+//! (`freeze.rs`), run by the same sampler thread, freezes them while our runnable demand
+//! exceeds the cores and stops their clocks meanwhile. Roles follow running samples: the
+//! first `workers` in flight are primary, and when one ends the oldest extra takes its place.
+//!
 //! The queue learns from timeouts: when a sample of a task times out, the task's samples
 //! still queued move to the front (they probably sleep too), so they overlap with each other
 //! and with the rest of the run instead of starting together at its end. If that timeout
@@ -23,7 +28,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::{ExecError, Job, OnDone, Outcome, Status};
+use super::freeze::{govern, promote_oldest, Role, Seat};
+use crate::intake::{JobSource, OnServed, Peek};
+use crate::{ExecError, Job, Outcome, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
 /// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
@@ -118,20 +125,16 @@ impl Admission {
     }
 
     /// Overlap slots worth starting threads for.
-    fn extra_slots(&self, jobs: usize) -> usize {
+    pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
         (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
     }
 }
 
 /// Moves the queued jobs of `task` to the front, keeping their order and everyone else's.
 /// Returns how many moved.
+#[cfg(test)]
 pub(crate) fn promote_task(queue: &mut VecDeque<Job>, task: &str) -> usize {
-    let (mut front, rest): (VecDeque<Job>, VecDeque<Job>) =
-        queue.drain(..).partition(|j| j.task_id() == task);
-    let moved = front.len();
-    front.extend(rest);
-    *queue = front;
-    moved
+    crate::intake::promote_task(queue, task, Job::task_id)
 }
 
 /// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
@@ -203,8 +206,9 @@ struct IdleSample {
 }
 
 struct Shared {
-    queue: VecDeque<Job>,
     in_flight: usize,
+    /// Running samples whose role is primary (at most `workers`).
+    primaries: usize,
     last_admission: Option<Instant>,
     /// Tasks with a sample that timed out asleep.
     sleepy: HashSet<String>,
@@ -221,29 +225,36 @@ fn slept(outcome: &Outcome) -> bool {
             .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)
 }
 
-/// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
-/// into outcomes with `step`. `max_in_flight` bounds primary plus overlap slots.
+/// Runs what `source` hands out until it closes (`jobs`: how many it will hand out at most,
+/// when known, so a short batch starts no more workers than it has jobs); each worker builds
+/// its state with `make(index, primary)` and turns jobs into outcomes with `step`. Workers
+/// live as long as the source stays open: a warm source keeps them between submissions.
+/// Each running sample is attached to its [`Seat`] so the governor can freeze it.
+/// `max_in_flight` bounds primary plus overlap slots.
 pub(crate) fn run_queue<W>(
-    jobs: Vec<Job>,
+    source: &dyn JobSource,
+    jobs: Option<usize>,
     admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
-    step: &(dyn Fn(&mut W, &Job) -> Result<Outcome, ExecError> + Sync),
-    done: &OnDone,
+    step: &(dyn Fn(&mut W, &Job, &Seat) -> Result<Outcome, ExecError> + Sync),
+    done: &OnServed,
 ) {
-    let n = jobs.len();
+    let n = jobs.unwrap_or(usize::MAX);
     let workers = admission.workers.min(n.max(1));
     let extra = admission.extra_slots(n);
+    let seats: Vec<Seat> = (0..workers + extra).map(|_| Seat::default()).collect();
+    let cores = std::thread::available_parallelism()
+        .map_or(workers, |c| c.get())
+        .min(workers);
     let shared = Mutex::new(Shared {
-        queue: VecDeque::from(jobs),
         in_flight: 0,
+        primaries: 0,
         last_admission: None,
         sleepy: HashSet::new(),
         extra_busy: vec![false; extra],
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
-    // Set when the caller asks to stop: no worker takes another job.
-    let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         if extra > 0 {
             scope.spawn(|| {
@@ -273,30 +284,38 @@ pub(crate) fn run_queue<W>(
                     }
                     last = now;
                     since = Instant::now();
+                    govern(&seats, cores);
                 }
             });
         }
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (shared, idle, stopped) = (&shared, &idle, &stopped);
+            let (shared, idle, seats) = (&shared, &idle, &seats);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
                 let mut just_finished = false;
                 loop {
-                    if stopped.load(Ordering::Relaxed) {
-                        break;
-                    }
                     let next = {
                         let mut s = shared.lock().unwrap();
-                        let Some(front) = s.queue.front() else {
-                            break;
+                        let front = match source.peek() {
+                            Peek::Ready(task) => task,
+                            Peek::Closed => break,
+                            Peek::Idle => {
+                                drop(s);
+                                source.wait(INTERVAL);
+                                continue;
+                            }
                         };
-                        let next_sleeps = s.sleepy.contains(front.task_id());
+                        let next_sleeps = s.sleepy.contains(&front);
                         let my_turn = primary
                             || just_finished
                             || s.extra_busy[..w - workers].iter().all(|b| *b);
+                        // A primary role is free: this sample always runs (a primary worker's
+                        // role may have gone to an extra sample that outlived its own).
+                        let role_free = s.primaries < workers;
+                        let asks = primary || my_turn;
                         let measured = *idle.lock().unwrap();
                         let fresh = measured
                             .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
@@ -305,36 +324,53 @@ pub(crate) fn run_queue<W>(
                             idle_cores: fresh.map(|m| m.idle_cores),
                             demand: fresh.and_then(|m| m.demand),
                             renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
-                            mem_available_mb: if primary || !my_turn {
-                                None
-                            } else {
+                            mem_available_mb: if asks && !role_free {
                                 mem_available_mb()
+                            } else {
+                                None
                             },
                             next_sleeps,
                         };
                         let renew = load.renewing.is_some();
                         just_finished = false;
-                        if primary || (my_turn && admission.admits(&load)) {
-                            s.in_flight += 1;
-                            if !primary {
-                                s.extra_busy[w - workers] = true;
-                                if !next_sleeps && !renew {
-                                    s.last_admission = Some(Instant::now());
+                        if asks && (role_free || admission.admits(&load)) {
+                            // The source may have lost the job meanwhile (a cancel).
+                            let pulled = source.pull();
+                            if pulled.is_some() {
+                                s.in_flight += 1;
+                                if !primary {
+                                    s.extra_busy[w - workers] = true;
                                 }
+                                let role = if role_free {
+                                    s.primaries += 1;
+                                    Role::Primary
+                                } else {
+                                    if !next_sleeps && !renew {
+                                        s.last_admission = Some(Instant::now());
+                                    }
+                                    Role::Extra
+                                };
+                                seats[w].begin(role);
                             }
-                            s.queue.pop_front()
+                            pulled
                         } else {
                             None
                         }
                     };
-                    let Some(job) = next else {
+                    let Some((ticket, job)) = next else {
                         std::thread::sleep(INTERVAL);
                         continue;
                     };
-                    let outcome = step(&mut state, &job);
+                    let outcome = step(&mut state, &job, &seats[w]);
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
+                        if seats[w].end() == Some(Role::Primary) {
+                            s.primaries -= 1;
+                            if promote_oldest(seats) {
+                                s.primaries += 1;
+                            }
+                        }
                         if !primary {
                             s.extra_busy[w - workers] = false;
                             just_finished = true;
@@ -347,7 +383,7 @@ pub(crate) fn run_queue<W>(
                             if slept(o) {
                                 s.sleepy.insert(job.task_id().to_string());
                             }
-                            let moved = promote_task(&mut s.queue, job.task_id());
+                            let moved = source.promote(job.task_id());
                             if moved > 0 {
                                 tracing::debug!(
                                     "{} timed out: its {moved} queued sample(s) move to the front",
@@ -356,9 +392,7 @@ pub(crate) fn run_queue<W>(
                             }
                         }
                     }
-                    if done(job, outcome).is_break() {
-                        stopped.store(true, Ordering::Relaxed);
-                    }
+                    done(ticket, job, outcome);
                 }
             }));
         }
@@ -572,7 +606,7 @@ mod tests {
         jobs.extend((0..4).map(|i| job("fast", i)));
         jobs.extend((1..4).map(|i| job("slow", i)));
         let seen = Mutex::new(Vec::new());
-        let step = |_: &mut (), j: &Job| -> Result<Outcome, ExecError> {
+        let step = |_: &mut (), j: &Job, _: &Seat| -> Result<Outcome, ExecError> {
             let status = if j.task_id() == "slow" {
                 Status::Timeout
             } else {
@@ -580,11 +614,19 @@ mod tests {
             };
             Ok(Outcome::new(status, Default::default()))
         };
-        let done = |j: Job, _o: Result<Outcome, ExecError>| {
+        let done = |_t, j: Job, _o: Result<Outcome, ExecError>| {
             seen.lock().unwrap().push(j);
-            std::ops::ControlFlow::Continue(())
         };
-        run_queue(jobs, Admission::new(1, 1, 0), &|_, _| (), &step, &done);
+        let n = jobs.len();
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(
+            &source,
+            Some(n),
+            Admission::new(1, 1, 0),
+            &|_, _| (),
+            &step,
+            &done,
+        );
         let seen: VecDeque<Job> = seen.into_inner().unwrap().into();
         assert_eq!(
             order(&seen),
