@@ -175,16 +175,8 @@ pub struct Args {
 
 /// `(subset, split)` named by an upstream samples file name (`…--bigcodebench-hard-instruct--…`).
 fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.split_once("--bigcodebench-")?.1;
-    // `…--bigcodebench-hard-instruct--vllm-….jsonl`, or the labels last: `m--bigcodebench-complete.jsonl`.
-    let label = rest.split("--").next()?;
-    let label = label.strip_suffix(".jsonl").unwrap_or(label);
-    let (subset, split) = match label.strip_prefix("hard-") {
-        Some(split) => (Subset::Hard, split),
-        None => (Subset::Full, label),
-    };
-    Some((subset, split.parse().ok()?))
+    let (subset, split) = bcb_samples::labels(path)?;
+    Some((subset, split?))
 }
 
 /// `--samples` as files: a directory that holds samples files (and no `{task}/{k}.py`
@@ -207,7 +199,7 @@ fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         });
         let mut files: Vec<PathBuf> = entries
             .into_iter()
-            .filter(|p| p.is_file() && is_samples_file_name(p))
+            .filter(|p| p.is_file() && bcb_samples::is_samples_file_name(p))
             .collect();
         if task_dirs || files.is_empty() {
             out.push(path.clone());
@@ -227,15 +219,6 @@ fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         );
     }
     Ok(out)
-}
-
-/// A samples file's name, not one of bcb's own files beside it (journals, result files).
-fn is_samples_file_name(path: &std::path::Path) -> bool {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    name.ends_with(".jsonl")
-        && !name.ends_with(".partial.jsonl")
-        && !name.contains("_eval_results.json")
-        && !name.contains(".shard-")
 }
 
 impl Args {
