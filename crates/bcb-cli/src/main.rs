@@ -141,9 +141,8 @@ mod readme_flag_table {
     /// Whether `bcb command flag` gets past clap's "unexpected argument" (a missing value or
     /// required flag is another error: the flag itself exists).
     fn accepted(command: &str, flag: &str) -> bool {
-        let argv = common::normalize_legacy_args(
-            ["bcb", command, flag].map(std::ffi::OsString::from),
-        );
+        let argv =
+            common::normalize_legacy_args(["bcb", command, flag].map(std::ffi::OsString::from));
         match Cli::command().try_get_matches_from(argv) {
             Ok(_) => true,
             Err(e) => e.kind() != clap::error::ErrorKind::UnknownArgument,
@@ -160,7 +159,9 @@ mod readme_flag_table {
                 continue;
             }
             if !accepted(command, original) {
-                problems.push(format!("{command} {original}: the original spelling is refused"));
+                problems.push(format!(
+                    "{command} {original}: the original spelling is refused"
+                ));
             }
             // bcb's spellings and aliases: each `--flag` in code spans of the bcb cell.
             for span in bcb.split('`').skip(1).step_by(2) {
@@ -171,7 +172,11 @@ mod readme_flag_table {
                 }
             }
         }
-        assert!(problems.is_empty(), "README flag table vs clap:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "README flag table vs clap:\n{}",
+            problems.join("\n")
+        );
     }
 
     #[test]

@@ -93,7 +93,11 @@ fn test_sources() -> Vec<PathBuf> {
 #[test]
 fn tests_read_only_declared_variables() {
     // Cargo's own variables are not bcb's to declare.
-    let cargo = ["CARGO_MANIFEST_DIR", "CARGO_TARGET_TMPDIR", "CARGO_BIN_EXE_bcb"];
+    let cargo = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_BIN_EXE_bcb",
+    ];
     let readers = ["env::var(\"", "env::var_os(\"", "env!(\"", "option_env!(\""];
     let mut bad = Vec::new();
     let mut seen = 0;

@@ -17,8 +17,6 @@ pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
 pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
 pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
-/// `details["ALL"]` prefix: the sample's output passed the output cap.
-pub const MARKER_OUTPUT_CAP: &str = "bcb: output cap";
 
 /// A failure's cause. Variants in display order; `Env*` are the environment's fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -38,8 +36,6 @@ pub enum FailureClass {
     Timeout,
     /// Killed by the memory limit, or a MemoryError.
     MemoryLimit,
-    /// The output cap was exceeded.
-    OutputCap,
     /// bcb's tamper scan refused to run the sample.
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
@@ -53,7 +49,9 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 13] = [
+    // No "output cap" class: output past `--output-cap` is dropped, as upstream swallows all
+    // output, and never fails a sample.
+    pub const ALL: [FailureClass; 12] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
         FailureClass::NameOrAttributeError,
@@ -61,7 +59,6 @@ impl FailureClass {
         FailureClass::AssertionFailure,
         FailureClass::Timeout,
         FailureClass::MemoryLimit,
-        FailureClass::OutputCap,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
         FailureClass::EnvNetwork,
@@ -87,7 +84,6 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion_failure",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory_limit",
-            FailureClass::OutputCap => "output_cap",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
             FailureClass::EnvNetwork => "env_network",
@@ -106,7 +102,6 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion failure (wrong answer)",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory limit",
-            FailureClass::OutputCap => "output cap",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
             FailureClass::EnvNetwork => "environment: network unreachable",
@@ -140,7 +135,6 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
             (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
             (MARKER_TAMPER_DETECTED, FailureClass::TamperingDetected),
             (MARKER_MEMORY_LIMIT, FailureClass::MemoryLimit),
-            (MARKER_OUTPUT_CAP, FailureClass::OutputCap),
         ];
         for (marker, class) in marked {
             if all.starts_with(marker) {
