@@ -51,6 +51,8 @@ enum Command {
     Compare(commands::compare::Args),
     /// Leaderboard over a folder of result files: a table and the official results.json shape.
     Leaderboard(commands::leaderboard::Args),
+    /// Serve verdicts over HTTP from one warm session (native API, SandboxFusion, OpenRLHF).
+    Serve(Box<commands::serve::Args>),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Report(a) => commands::report::run(a),
         Command::Compare(a) => commands::compare::run(a),
         Command::Leaderboard(a) => commands::leaderboard::run(a),
+        Command::Serve(a) => commands::serve::run(*a),
     };
     match result {
         Ok(code) => code,

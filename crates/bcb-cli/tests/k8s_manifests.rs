@@ -206,3 +206,99 @@ fn k8s_manifests_have_what_bcb_relies_on() {
         "{err}"
     );
 }
+
+fn kind<'a>(docs: &'a [(PathBuf, Value)], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .map(|(_, d)| d)
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in examples/k8s"))
+}
+
+#[test]
+fn k8s_serve_deployment_service_and_hpa_fit_together() {
+    let docs = manifests();
+    let deploy = kind(&docs, "Deployment", "bcb-serve");
+    let pod = &deploy["spec"]["template"];
+    let labels = pod["metadata"]["labels"].as_object().unwrap();
+    let matches = |selector: &Value| {
+        selector
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+    };
+    assert!(matches(&deploy["spec"]["selector"]["matchLabels"]));
+    // A Deployment's pod template sits where a Job's does (spec.template).
+    let c = container(deploy);
+    let args = command(deploy);
+    assert_eq!(&args[..2], ["bcb", "serve"]);
+
+    // The Service reaches the container's port; the probes ask the right endpoints.
+    let svc = kind(&docs, "Service", "bcb-serve");
+    assert!(matches(&svc["spec"]["selector"]));
+    let port = &c["ports"][0];
+    let listen: std::net::SocketAddr = flag(&args, "--listen").unwrap().parse().unwrap();
+    assert_eq!(
+        port["containerPort"].as_u64(),
+        Some(u64::from(listen.port()))
+    );
+    let target = &svc["spec"]["ports"][0]["targetPort"];
+    assert!(target == &port["name"] || target == &port["containerPort"]);
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    for probe in ["readinessProbe", "livenessProbe", "startupProbe"] {
+        let p = &c[probe]["httpGet"]["port"];
+        assert!(p.is_null() || p == &port["name"] || p == &port["containerPort"]);
+    }
+
+    // Not loopback: the token comes from a Secret that has the key.
+    assert!(!listen.ip().is_loopback());
+    let token = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "BCB_SERVE_TOKEN")
+        .expect("a non-loopback listen address needs BCB_SERVE_TOKEN");
+    let key = &token["valueFrom"]["secretKeyRef"];
+    let secret = kind(&docs, "Secret", key["name"].as_str().unwrap());
+    assert!(secret["stringData"]
+        .get(key["key"].as_str().unwrap())
+        .is_some());
+
+    // SIGTERM drains within the grace period; the HPA scales this Deployment.
+    let drain: f64 = flag(&args, "--drain-timeout").unwrap().parse().unwrap();
+    let grace = pod["spec"]["terminationGracePeriodSeconds"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        grace > drain,
+        "grace {grace} s must exceed --drain-timeout {drain} s"
+    );
+    let hpa = kind(&docs, "HorizontalPodAutoscaler", "bcb-serve");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["kind"], "Deployment");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "bcb-serve");
+    assert!(
+        hpa["spec"]["minReplicas"].as_u64().unwrap()
+            <= hpa["spec"]["maxReplicas"].as_u64().unwrap()
+    );
+
+    // The real binary accepts the command; without the token it refuses to start.
+    let Some(env) = evalkit::env() else { return };
+    let mut check: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    check.push("--check");
+    let out = env
+        .bcb()
+        .env("BCB_SERVE_TOKEN", "t")
+        .args(&check)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let out = env
+        .bcb()
+        .env_remove("BCB_SERVE_TOKEN")
+        .args(&check)
+        .output()
+        .unwrap();
+    let err = evalkit::stderr(&out);
+    assert!(!out.status.success() && err.contains("--token"), "{err}");
+}

@@ -32,7 +32,10 @@ pub const DEFAULT_VERSION: &str = "v0.1.4";
 /// Number of tasks in the full set; ids are `BigCodeBench/0` .. `BigCodeBench/1139`.
 pub const FULL_TASK_COUNT: usize = 1140;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Subset {
     #[default]
     Full,
@@ -68,7 +71,10 @@ impl FromStr for Subset {
 }
 
 /// Prompt flavour: `complete` (docstring) or `instruct` (natural language).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Split {
     #[default]
     Complete,

@@ -49,6 +49,7 @@ env_vars! {
     Bcb BCB_PYTHON "Interpreter of the evaluation environment (default: the managed venv).";
     Bcb BCB_ENV_DIR "Where `bcb env setup` creates the managed evaluation venv.";
     Bcb BCB_EXECUTOR "Local executor, `pool` or `process` (`--executor`).";
+    Bcb BCB_SERVE_TOKEN "Bearer token `bcb serve` requires (`--token`); required to listen on a non-loopback address.";
     Bcb BCB_SANDBOX "`basic` forces the Landlock/seccomp fallback, `none` turns kernel protections off.";
     Bcb BCB_LOG "Log filter (`tracing` env-filter syntax), e.g. `bcb=debug`.";
     Bcb BCB_GENERATE_CONFIG "A TOML file of per-model sampling settings for `bcb generate`.";
@@ -98,6 +99,8 @@ env_vars! {
     Tests BCB_REQUIRE_LLM "`1`: tests fail instead of skipping when the llama.cpp test server cannot start.";
     Tests BCB_REQUIRE_UPSTREAM "`1`: tests fail instead of skipping when the original sanitizer is missing.";
     Tests BCB_REQUIRE_GRADIO "`1`: tests fail instead of skipping when the Gradio venvs are missing.";
+    Tests BCB_REQUIRE_SERVE "`1`: tests fail instead of skipping when the `sandbox-fusion` client venv is missing.";
+    Tests BCB_SERVE_CLIENT_PYTHON "Python of the venv with the `sandbox-fusion` client (`.ci/setup-serve.sh`).";
     Tests BCB_REQUIRE_SLURM "`1`: tests fail instead of skipping when Slurm and MUNGE are missing (needs root).";
     Tests BCB_SLURM_SBIN "Directory of `slurmctld`, `slurmd` and `munged` for the Slurm test (default `/usr/sbin`).";
     Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";

@@ -62,10 +62,6 @@ impl Groups {
     pub fn len(&self) -> usize {
         self.members.values().map(Vec::len).sum()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
-    }
 }
 
 #[cfg(test)]

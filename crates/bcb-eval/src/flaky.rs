@@ -13,11 +13,11 @@ use bcb_dataset::Dataset;
 use bcb_execute::{Job, JobId, Outcome, Status};
 use bcb_sanitize::tamper::TamperPolicy;
 
+use crate::error::SessionError;
 use crate::ground_truth::GroundTruth;
 use crate::journal::read_journal;
 use crate::plan::{ground_truth_jobs, sample_jobs, tamper_refusal, Samples, Settings};
 use crate::results::EvalResults;
-use crate::session::SessionError;
 
 /// `X_eval_results.json` → `X_eval_results.json.reruns.jsonl`.
 pub fn rerun_journal_path(results_path: &Path) -> PathBuf {

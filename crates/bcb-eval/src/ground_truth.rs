@@ -103,10 +103,10 @@ impl GtCache {
     /// `{cache}/ground-truth/{key}.jsonl`, the key covering the dataset content, the limits,
     /// the time settings and the Python environment.
     pub fn new(cache_dir: &Path, dataset: &Dataset, settings: &Settings) -> GtCache {
-        Self::for_plan(cache_dir, &dataset.md5, &settings.verdict_key())
+        Self::for_plan(cache_dir, &dataset.md5, &settings.execution_key())
     }
 
-    /// The cache of a dataset content digest (`Dataset::md5`) and a `Settings::verdict_key`,
+    /// The cache of a dataset content digest (`Dataset::md5`) and a `Settings::execution_key`,
     /// as a shard journal's plan names them (how `bcb merge` finds where shards belong).
     pub fn for_plan(cache_dir: &Path, dataset_md5: &str, verdict_key: &str) -> GtCache {
         let mut h = sha2::Sha256::new();

@@ -5,6 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use bcb_dataset::{Split, Subset};
+
+pub use crate::flaky::rerun_journal_path;
 use bcb_execute::{JobId, Outcome};
 use serde::{Deserialize, Serialize};
 
@@ -39,15 +42,20 @@ impl JournalHeader {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanInfo {
     pub version: String,
-    pub subset: String,
+    pub subset: Subset,
     /// md5 of the dataset file content.
     pub dataset: String,
     /// Digest of every (task, program) of the samples file.
     pub samples: String,
-    pub split: String,
+    pub split: Split,
     pub calibrated: bool,
-    /// Limits, time settings and runtime (see `Settings::verdict_key`).
+    /// Limits, time settings and runtime (see `Settings::execution_key`; it also names the
+    /// ground-truth cache `bcb merge` fills).
     pub settings: String,
+    /// The tamper policy (a refusal is a verdict, so shards under different policies never
+    /// merge). Empty in journals written before it was recorded.
+    #[serde(default)]
+    pub tamper: String,
 }
 
 /// Shard `index` (1-based, as written on the command line) of `count`.

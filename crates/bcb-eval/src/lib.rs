@@ -1,27 +1,57 @@
 //! Evaluation: the plan (which programs run, with which limits), the session that runs
 //! ground truth then samples through an executor and emits typed [`Event`]s, and the
 //! upstream result types (`*_eval_results.json`, `*_pass_at_k.json`) with pass@k.
+//!
+//! Rooms (private modules; what others use is re-exported here):
+//! - `settings`: what can change a verdict ([`Settings`]), and the keys derived from it;
+//! - `plan`: programs → jobs with limits, longest first, the split into shards;
+//! - `engine`: ONE executor serving a fair queue of submissions (round-robin between them);
+//! - `runner`: a submission's jobs to a verdict each, with retries and the breaker;
+//! - `session`: the phases of a batch run ([`Session`]: ground truth, samples, reruns);
+//! - `warm`: a long-lived session taking submissions over time ([`WarmSession`]);
+//! - `assembly`: results in upstream's order and run reports (shared with `merge`);
+//! - `error`: [`SessionError`].
+//!
+//! Public modules are file formats and tools around runs: [`journal`], [`verdict_cache`],
+//! [`shard`] (merging shard journals), [`cost`] (`bcb plan`), [`passk`], and what the
+//! scheduler's order is made of ([`sleepers`], [`priors`], [`limits`]; the `sleepers_rank`
+//! example reads them).
 
+mod assembly;
 pub mod cost;
-pub mod dedup;
-pub mod event;
-pub mod flaky;
-pub mod ground_truth;
+mod dedup;
+mod engine;
+mod error;
+mod event;
+mod flaky;
+mod ground_truth;
 pub mod journal;
 pub mod limits;
 pub mod passk;
-pub mod plan;
+mod plan;
 pub mod priors;
-pub mod results;
-pub mod session;
+mod results;
+mod runner;
+mod session;
+mod settings;
 pub mod shard;
 pub mod sleepers;
 pub mod verdict_cache;
+mod warm;
 
+pub use assembly::{assemble, build_report};
+pub use error::SessionError;
 pub use event::{Event, Origin, Phase, RunReport, Sink};
-pub use ground_truth::{GroundTruth, GtCache};
-pub use plan::{Samples, Settings, Shard};
+pub use ground_truth::{failure_summary, GroundTruth, GtCache};
+pub use limits::DEFAULT_BASE_TIMEOUT;
+pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
-pub use session::{build_report, GtMode, Request, RetryPolicy, SampleRun, Session, SessionError};
+pub use runner::RetryPolicy;
+pub use session::{GtMode, Request, Reuse, SampleRun, Session};
+pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
+pub use warm::{
+    AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, WarmOptions,
+    WarmSession, WarmStats,
+};

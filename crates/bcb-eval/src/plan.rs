@@ -8,44 +8,29 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::bail;
-use bcb_dataset::{task_number, Dataset, Split, Task, FULL_TASK_COUNT};
-use bcb_execute::{Job, JobId, Limits, Program};
+use bcb_dataset::{task_number, Dataset, Task, FULL_TASK_COUNT};
+use bcb_execute::{Job, JobId, Program};
 use bcb_samples::{read_samples, SampleBody};
-use sha2::Digest;
-
 use bcb_sanitize::tamper::TamperPolicy;
+use sha2::Digest;
 
 use crate::ground_truth::{canonical_program, GroundTruth};
 use crate::journal::ShardTag;
 use crate::limits::{ground_truth_time_limit, sample_time_limit};
 use crate::priors;
+pub use crate::settings::Settings;
 
-/// Everything besides the programs that can change a verdict or the result files.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub split: Split,
-    /// Execute `code_prompt + "\n    pass\n" + solution` (upstream default).
-    pub calibrated: bool,
-    pub min_time_limit: f64,
-    pub base_timeout: f64,
-    pub limits: Limits,
-    /// Identifies the Python environment the verdicts come from (the lock digest of a managed
-    /// env, else the interpreter path).
-    pub runtime: String,
-    /// What a sample the tamper scan flags gets (samples only; canonical solutions are trusted).
-    pub tamper: TamperPolicy,
-}
-
-impl Settings {
-    /// A stable text of what can change a verdict; part of every cache and journal key.
-    pub fn verdict_key(&self) -> String {
-        format!(
-            "min_time={} base={} {} runtime={}",
-            self.min_time_limit,
-            self.base_timeout,
-            self.limits.key(),
-            self.runtime
-        )
+/// The code a sample executes: its solution (a completion joined to the task's prompt, as
+/// upstream does), calibrated (`code_prompt + "\n    pass\n" + solution`) if asked.
+pub fn program_code(task: &Task, body: &SampleBody, calibrated: bool) -> String {
+    let solution = match body {
+        SampleBody::Solution(s) => s.clone(),
+        SampleBody::Completion(c) => format!("{}{}", task.complete_prompt, c),
+    };
+    if calibrated {
+        format!("{}\n    pass\n{}", task.code_prompt, solution)
+    } else {
+        solution
     }
 }
 
@@ -87,13 +72,7 @@ impl Samples {
             let Some(task) = dataset.get(&sample.task_id) else {
                 continue;
             };
-            let mut solution = match &sample.body {
-                SampleBody::Solution(s) => s.clone(),
-                SampleBody::Completion(c) => format!("{}{}", task.complete_prompt, c),
-            };
-            if calibrated {
-                solution = format!("{}\n    pass\n{}", task.code_prompt, solution);
-            }
+            let solution = program_code(task, &sample.body, calibrated);
             let n = per_task.entry(task.task_id.as_str()).or_default();
             programs.push(SampleProgram {
                 id: JobId::new(&task.task_id, Program::Sample(*n), &solution),
@@ -144,21 +123,6 @@ impl Samples {
         }
         hex::encode(&h.finalize()[..16])
     }
-}
-
-/// The key of a samples journal: the programs and every setting that changes a verdict.
-pub fn samples_journal_key(samples: &Samples, settings: &Settings) -> String {
-    let mut h = sha2::Sha256::new();
-    h.update(samples.digest().as_bytes());
-    h.update(
-        format!(
-            "calibrated={} {}",
-            settings.calibrated,
-            settings.verdict_key()
-        )
-        .as_bytes(),
-    );
-    hex::encode(&h.finalize()[..16])
 }
 
 /// Jobs for the canonical solutions of `tasks`; `previous` (an earlier run's timings) or the

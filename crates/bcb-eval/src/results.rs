@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use bcb_dataset::{Split, Subset};
 use bcb_execute::{Details, Status};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -77,8 +78,8 @@ pub struct PassAtK {
     /// `(k, mean pass@k)` for each k that every task has enough samples for.
     pub values: Vec<(u64, f64)>,
     pub model: String,
-    pub split: String,
-    pub subset: String,
+    pub split: Split,
+    pub subset: Subset,
     pub calibrated: bool,
     pub gt_pass_rate: f64,
     pub failed_tasks: Vec<String>,
@@ -92,8 +93,8 @@ impl PassAtK {
             m.insert(format!("pass@{k}"), Value::from(*v));
         }
         m.insert("model".into(), self.model.clone().into());
-        m.insert("split".into(), self.split.clone().into());
-        m.insert("subset".into(), self.subset.clone().into());
+        m.insert("split".into(), self.split.as_str().into());
+        m.insert("subset".into(), self.subset.as_str().into());
         m.insert("calibrated".into(), self.calibrated.into());
         m.insert("gt_pass_rate".into(), Value::from(self.gt_pass_rate));
         m.insert("failed_tasks".into(), self.failed_tasks.clone().into());

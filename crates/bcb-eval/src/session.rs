@@ -5,70 +5,26 @@
 //! to do, and nothing false is recorded.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use bcb_dataset::Dataset;
-use bcb_execute::{Details, ExecError, Executor, Job, JobId, Outcome, Status};
-use bcb_samples::{eval_results_path, pass_at_k_path};
+use bcb_execute::{Details, Executor, Job, JobId, Outcome, Status};
+use bcb_samples::eval_results_path;
 
+use crate::assembly::{assemble, build_report};
 use crate::dedup::{Groups, Member};
+use crate::engine::Engine;
+use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
-use crate::passk::mean_pass_at_k;
-use crate::plan::{
-    ground_truth_jobs, sample_jobs, samples_journal_key, tamper_refusal, SampleProgram, Samples,
-    Settings,
-};
-use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
+use crate::plan::{ground_truth_jobs, sample_jobs, tamper_refusal, Samples};
+use crate::results::EvalResults;
+use crate::runner::{OnVerdict, RetryPolicy, Runner};
+use crate::settings::{samples_journal_key, Settings};
 use crate::shard::ShardPlan;
 use crate::verdict_cache::VerdictCache;
-
-/// How often jobs without a verdict are tried again before the run stops.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    /// Further attempts after the first.
-    pub retries: usize,
-    pub first_delay: Duration,
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            retries: 4,
-            first_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(30),
-        }
-    }
-}
-
-/// Why a run stopped before it was complete.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The executor could not give verdicts; what was finished is journaled.
-    #[error("{phase}: {jobs} job(s) got no verdict after {attempts} attempt(s): {error}{}", hint_line(.error))]
-    NoVerdict {
-        phase: &'static str,
-        jobs: usize,
-        attempts: usize,
-        error: ExecError,
-    },
-    /// A sink failed (e.g. the journal could not be written).
-    #[error(transparent)]
-    Sink(#[from] anyhow::Error),
-}
-
-fn hint_line(e: &ExecError) -> String {
-    let hint = e
-        .hint()
-        .unwrap_or("the run can be resumed: run the same command again; finished jobs are kept");
-    format!("\nhint: {hint}")
-}
 
 /// What the ground-truth phase does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,15 +158,24 @@ impl<'a> Session<'a> {
             (GtMode::Recheck, Some(_)) => GtMode::Use,
             (mode, _) => mode,
         };
-        let gt = match mode {
-            GtMode::Skip => self.skip_ground_truth()?,
-            GtMode::Use => self.ground_truth_of(cache, false, only)?,
-            GtMode::Recheck => self.ground_truth_of(cache, true, only)?,
-        };
-        if request.samples.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.evaluate_all(&request.samples, &gt, &request.run, request.shard.as_ref())
+        // One executor for the whole run: its workers stay warm from the ground truth on.
+        Engine::scoped(self.executor, |eng| {
+            let gt = match mode {
+                GtMode::Skip => self.skip_ground_truth()?,
+                GtMode::Use => self.ground_truth_of(eng, cache, false, only)?,
+                GtMode::Recheck => self.ground_truth_of(eng, cache, true, only)?,
+            };
+            if request.samples.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.evaluate_all(
+                eng,
+                &request.samples,
+                &gt,
+                &request.run,
+                request.shard.as_ref(),
+            )
+        })
     }
 
     /// The ground truth of the dataset's tasks: cached entries, plus the canonical solutions
@@ -221,11 +186,14 @@ impl<'a> Session<'a> {
         cache: &GtCache,
         recheck: bool,
     ) -> Result<GroundTruth, SessionError> {
-        self.ground_truth_of(cache, recheck, None)
+        Engine::scoped(self.executor, |eng| {
+            self.ground_truth_of(eng, cache, recheck, None)
+        })
     }
 
-    fn ground_truth_of(
+    pub(crate) fn ground_truth_of(
         &self,
+        eng: &Engine,
         cache: &GtCache,
         recheck: bool,
         only: Option<&HashSet<String>>,
@@ -249,7 +217,7 @@ impl<'a> Session<'a> {
         if jobs.is_empty() {
             tracing::info!("ground truth loaded from {}", cache.path.display());
         }
-        for (id, outcome) in self.run_phase(Phase::GroundTruth, jobs, done, None)? {
+        for (id, outcome) in self.run_phase(eng, Phase::GroundTruth, jobs, done, None)? {
             gt.insert(&id.task_id, outcome);
         }
         self.emit(&Event::GroundTruthReady {
@@ -277,7 +245,9 @@ impl<'a> Session<'a> {
         gt: &GroundTruth,
         opts: &SampleRun,
     ) -> Result<RunReport, SessionError> {
-        let mut reports = self.evaluate_all(std::slice::from_ref(samples), gt, opts, None)?;
+        let mut reports = Engine::scoped(self.executor, |eng| {
+            self.evaluate_all(eng, std::slice::from_ref(samples), gt, opts, None)
+        })?;
         Ok(reports.pop().expect("one report per file"))
     }
 
@@ -286,6 +256,7 @@ impl<'a> Session<'a> {
     /// program) once when deduplicating — then one report per file, in the given order.
     fn evaluate_all(
         &self,
+        eng: &Engine,
         files: &[Samples],
         gt: &GroundTruth,
         opts: &SampleRun,
@@ -387,7 +358,7 @@ impl<'a> Session<'a> {
             }
             history(&state).apply(&mut to_run);
             crate::plan::longest_first(&mut to_run);
-            let fresh = self.run_jobs(Phase::Samples, to_run, &|job, outcome| {
+            let fresh = self.run_jobs(eng, Phase::Samples, to_run, &mut |job, outcome| {
                 hand_out(&job.id, outcome, Origin::Executed)
             })?;
             known.extend(fresh.into_iter().map(|(id, o)| (id, o, Origin::Executed)));
@@ -426,7 +397,7 @@ impl<'a> Session<'a> {
                     journal: &crate::flaky::rerun_journal_path(&eval_results_path(&samples.path)),
                     key: &run.key,
                 }
-                .run(&|jobs, before| self.run_phase(Phase::Rerun, jobs, before, path))?,
+                .run(&|jobs, before| self.run_phase(eng, Phase::Rerun, jobs, before, path))?,
             );
         }
         let mut reports = Vec::with_capacity(files.len());
@@ -442,7 +413,7 @@ impl<'a> Session<'a> {
             };
             let mut report = build_report(
                 self.dataset,
-                self.settings.split.as_str(),
+                self.settings.split,
                 self.settings.calibrated,
                 samples,
                 gt,
@@ -466,6 +437,7 @@ impl<'a> Session<'a> {
     /// each, finished; returns the new outcomes.
     fn run_phase(
         &self,
+        eng: &Engine,
         phase: Phase,
         jobs: Vec<Job>,
         done_before: usize,
@@ -476,7 +448,7 @@ impl<'a> Session<'a> {
             todo: jobs.len(),
             done: done_before,
         })?;
-        let fresh = self.run_jobs(phase, jobs, &|job, outcome| {
+        let fresh = self.run_jobs(eng, phase, jobs, &mut |job, outcome| {
             self.emit(&Event::JobDone {
                 phase,
                 job,
@@ -489,216 +461,24 @@ impl<'a> Session<'a> {
         Ok(fresh)
     }
 
-    /// Runs `jobs` to a verdict each, retrying those that got an [`ExecError`]; `verdict` is
-    /// told each verdict as it arrives; returns the new outcomes. Stops (with what finished
-    /// already handed on) on a fatal error, a sink error, or when retries are exhausted.
+    /// Runs `jobs` on the engine (a group of its own), retrying those without a verdict.
     fn run_jobs(
         &self,
+        eng: &Engine,
         phase: Phase,
         jobs: Vec<Job>,
-        verdict: &OnVerdict,
+        verdict: &mut OnVerdict,
     ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
-        let mut fresh = Vec::with_capacity(jobs.len());
-        let mut pending = jobs;
-        let mut delays = ExponentialBuilder::default()
-            .with_min_delay(self.retry.first_delay)
-            .with_max_delay(self.retry.max_delay)
-            .with_max_times(self.retry.retries)
-            .build();
-        let mut attempt = 1;
-        while !pending.is_empty() {
-            let pass = self.run_pass(pending, verdict)?;
-            fresh.extend(pass.outcomes);
-            if pass.retry.is_empty() {
-                break;
-            }
-            let error = pass
-                .error
-                .unwrap_or_else(|| ExecError::transient("the executor stopped early"));
-            let delay = if error.is_transient() {
-                delays.next()
-            } else {
-                None
-            };
-            let Some(delay) = delay else {
-                return Err(SessionError::NoVerdict {
-                    phase: phase.label(),
-                    jobs: pass.retry.len(),
-                    attempts: attempt,
-                    error,
-                });
-            };
-            tracing::warn!(
-                "{}: {} job(s) without a verdict ({error}); retrying in {delay:?}",
-                phase.label(),
-                pass.retry.len()
-            );
-            self.emit(&Event::Retrying {
-                phase,
-                jobs: pass.retry.len(),
-                attempt: attempt as u32,
-                delay,
-                error: &error,
-            })?;
-            std::thread::sleep(delay);
-            attempt += 1;
-            pending = pass.retry;
-        }
-        Ok(fresh)
-    }
-
-    /// One pass of `jobs` through the executor.
-    fn run_pass(&self, jobs: Vec<Job>, verdict: &OnVerdict) -> Result<Pass, SessionError> {
-        // Consecutive errors with no verdict in between: the executor is broken, not a job.
-        let breaker = (2 * jobs.len().min(8)).max(4);
-        let state = Mutex::new(PassState::default());
-        let mut unreported: HashMap<JobId, Job> =
-            jobs.iter().map(|j| (j.id.clone(), j.clone())).collect();
-        let result = self.executor.run(jobs, &|job: Job, result| {
-            let mut st = state.lock().unwrap();
-            st.reported.push(job.id.clone());
-            match result {
-                Ok(outcome) => {
-                    st.consecutive_errors = 0;
-                    let emitted = verdict(&job, &outcome);
-                    st.outcomes.push((job.id, outcome));
-                    if let Err(e) = emitted {
-                        st.sink_error.get_or_insert(e);
-                        return ControlFlow::Break(());
-                    }
-                    ControlFlow::Continue(())
-                }
-                Err(error) => {
-                    tracing::debug!("{}: no verdict: {error}", job.id);
-                    st.consecutive_errors += 1;
-                    let stop = !error.is_transient() || st.consecutive_errors >= breaker;
-                    st.retry.push(job);
-                    st.error = Some(error);
-                    if stop {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                }
-            }
-        });
-        let mut st = state.into_inner().unwrap();
-        if let Some(e) = st.sink_error.take() {
-            return Err(SessionError::Sink(e));
-        }
-        if let Err(e) = result {
-            st.error = Some(e);
-        }
-        for id in &st.reported {
-            unreported.remove(id);
-        }
-        // Jobs the executor never started (it stopped early) run again too.
-        let mut retry = st.retry;
-        let mut rest: Vec<Job> = unreported
-            .into_values()
-            .filter(|j| !retry.iter().any(|r| r.id == j.id))
-            .collect();
-        rest.sort_by(|a, b| a.id.cmp(&b.id));
-        retry.extend(rest);
-        crate::plan::longest_first(&mut retry);
-        Ok(Pass {
-            outcomes: st.outcomes,
-            retry,
-            error: st.error,
-        })
-    }
-}
-
-/// Results in upstream's order: tasks as in the dataset, samples by completion id. Samples
-/// without an outcome (another shard's) are left out.
-pub fn assemble(
-    dataset: &Dataset,
-    samples: &Samples,
-    done: &HashMap<JobId, Outcome>,
-) -> EvalResults {
-    let mut by_task: HashMap<&str, Vec<&SampleProgram>> = HashMap::new();
-    for p in &samples.programs {
-        by_task.entry(p.id.task_id.as_str()).or_default().push(p);
-    }
-    let mut results = EvalResults::now();
-    for task in dataset.tasks() {
-        let Some(list) = by_task.get_mut(task.task_id.as_str()) else {
-            continue;
+        let runner = Runner {
+            engine: eng,
+            group: eng.group(),
+            retry: self.retry,
         };
-        list.sort_by_key(|p| p.completion_id);
-        let entries: Vec<SampleResult> = list
-            .iter()
-            .filter_map(|p| {
-                let o = done.get(&p.id)?;
-                Some(SampleResult {
-                    task_id: task.task_id.clone(),
-                    solution: p.solution.clone(),
-                    status: o.status,
-                    details: o.details.clone(),
-                    flaky: false,
-                })
-            })
-            .collect();
-        if !entries.is_empty() {
-            results.eval.insert(task.task_id.clone(), entries);
-        }
-    }
-    results
-}
-
-/// The report of a complete set of results: pass@k over the dataset's tasks and upstream's
-/// ground-truth fields. Shared by a run and by `bcb merge`.
-pub fn build_report(
-    dataset: &Dataset,
-    split: &str,
-    calibrated: bool,
-    samples: &Samples,
-    gt: &GroundTruth,
-    results: EvalResults,
-    opts: &SampleRun,
-) -> RunReport {
-    let ids: Vec<&str> = dataset.tasks().iter().map(|t| t.task_id.as_str()).collect();
-    let counts = results.counts(ids.iter().copied());
-    let values = opts
-        .pass_k
-        .iter()
-        .filter_map(|&k| mean_pass_at_k(&counts, k).map(|v| (k, v)))
-        .collect();
-    let (gt_pass_rate, failed_tasks) = if opts.no_gt {
-        (0.0, ids.iter().map(|s| s.to_string()).collect())
-    } else {
-        (
-            gt.pass_rate(ids.iter().copied()),
-            gt.failed(ids.iter().copied()),
-        )
-    };
-    let results_path = eval_results_path(&samples.path);
-    RunReport {
-        pass_at_k_path: pass_at_k_path(&results_path),
-        pass_at_k: PassAtK {
-            values,
-            model: model_name(&samples.path),
-            split: split.to_string(),
-            subset: dataset.subset.as_str().to_string(),
-            calibrated,
-            gt_pass_rate,
-            failed_tasks,
-        },
-        samples_path: samples.path.clone(),
-        results_path,
-        results,
-        executed: 0,
-        resumed: 0,
-        deduplicated: 0,
-        cached: 0,
-        loaded_existing: false,
-        shard: None,
-        flaky_ground_truth: Vec::new(),
+        let result = runner.run_jobs(phase, jobs, &|e| self.emit(e), verdict);
+        eng.forget(runner.group);
+        result
     }
 }
-
-/// Told each verdict as the executor reports it; an error stops the run.
-type OnVerdict<'f> = dyn Fn(&Job, &Outcome) -> anyhow::Result<()> + Sync + 'f;
 
 /// Timeouts this run already knows of: resumed journal records and loaded result files.
 fn history(state: &[FileRun]) -> crate::sleepers::History {
@@ -730,20 +510,4 @@ struct FileRun {
     executed: usize,
     deduplicated: usize,
     cached: usize,
-}
-
-#[derive(Default)]
-struct PassState {
-    reported: Vec<JobId>,
-    outcomes: Vec<(JobId, Outcome)>,
-    retry: Vec<Job>,
-    error: Option<ExecError>,
-    consecutive_errors: usize,
-    sink_error: Option<anyhow::Error>,
-}
-
-struct Pass {
-    outcomes: Vec<(JobId, Outcome)>,
-    retry: Vec<Job>,
-    error: Option<ExecError>,
 }

@@ -17,7 +17,9 @@ use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{
     read_header, read_journal, shard_journal_path, JournalHeader, JournalRecord, PlanInfo,
 };
-use crate::plan::{shard_tasks, Samples, Settings, Shard};
+pub use crate::plan::shard_tasks;
+use crate::plan::{Samples, Shard};
+use crate::settings::Settings;
 
 /// What one shard runs and where it keeps it.
 #[derive(Debug, Clone)]
@@ -35,12 +37,13 @@ pub const NO_SAMPLES: &str = "";
 pub fn plan_info(dataset: &Dataset, samples: Option<&Samples>, settings: &Settings) -> PlanInfo {
     PlanInfo {
         version: dataset.version.clone(),
-        subset: dataset.subset.as_str().to_string(),
+        subset: dataset.subset,
         dataset: dataset.md5.clone(),
         samples: samples.map_or(NO_SAMPLES.to_string(), Samples::digest),
-        split: settings.split.as_str().to_string(),
+        split: settings.split,
         calibrated: settings.calibrated,
-        settings: settings.verdict_key(),
+        settings: settings.execution_key(),
+        tamper: settings.tamper.as_str().to_string(),
     }
 }
 
@@ -431,16 +434,17 @@ pub fn merge_ground_truth(
 fn plan_differences(a: &PlanInfo, b: &PlanInfo) -> String {
     let fields = [
         ("version", a.version.clone(), b.version.clone()),
-        ("subset", a.subset.clone(), b.subset.clone()),
+        ("subset", a.subset.to_string(), b.subset.to_string()),
         ("dataset", a.dataset.clone(), b.dataset.clone()),
         ("samples", a.samples.clone(), b.samples.clone()),
-        ("split", a.split.clone(), b.split.clone()),
+        ("split", a.split.to_string(), b.split.to_string()),
         (
             "calibrated",
             a.calibrated.to_string(),
             b.calibrated.to_string(),
         ),
         ("settings", a.settings.clone(), b.settings.clone()),
+        ("tamper policy", a.tamper.clone(), b.tamper.clone()),
     ];
     fields
         .into_iter()

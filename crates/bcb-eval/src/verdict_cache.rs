@@ -3,7 +3,7 @@
 //!
 //! Layout: `{cache}/verdicts/{env}/{segment}.jsonl`. `env` digests everything a run shares
 //! that can change a verdict (limits, time settings, the eval env's lock and the harness — see
-//! [`Settings::verdict_key`] — and the sandbox protections in force); each segment is a
+//! [`Settings::execution_key`] — and the sandbox protections in force); each segment is a
 //! journal (the same header and reader as run journals) of the verdicts one run executed,
 //! each record keyed by [`entry_key`] (the task's test code and entry point, the job's time
 //! limit and the program digest). A run that executed something writes one new segment when
@@ -20,12 +20,12 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use bcb_execute::{Job, JobId, Outcome, Status};
+use bcb_execute::{Job, JobId, Outcome, Remark, Status};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::journal::{read_records, JournalHeader};
-use crate::plan::Settings;
+use crate::settings::Settings;
 
 /// Bumped when what a key covers changes; older entries are then never found.
 const CACHE_FORMAT: u32 = 1;
@@ -63,11 +63,11 @@ pub fn entry_key(job: &Job) -> String {
 /// Whether a verdict may be reused by later runs. Timeouts depend on the machine's load; a
 /// kill (memory limit, signal, a cold retry) may be the machine's doing too.
 pub fn cacheable(outcome: &Outcome) -> bool {
-    let killed = outcome
-        .note
-        .as_deref()
-        .is_some_and(|n| n.contains("killed") || n.contains("retried") || n.contains("harness"));
-    outcome.status != Status::Timeout && !killed
+    outcome.status != Status::Timeout
+        && outcome
+            .remark
+            .as_ref()
+            .is_none_or(Remark::keeps_verdict_reusable)
 }
 
 /// The cache of one environment: what earlier runs left (loaded on open), and what this run
@@ -108,7 +108,7 @@ impl VerdictCache {
         h.update(
             format!(
                 "bcb-verdicts-{CACHE_FORMAT} {} sandbox={sandbox}",
-                settings.verdict_key()
+                settings.execution_key()
             )
             .as_bytes(),
         );

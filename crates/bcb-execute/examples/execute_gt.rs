@@ -88,7 +88,7 @@ fn main() -> anyhow::Result<()> {
         };
         let line = serde_json::json!({
             "task_id": job.task_id(), "status": out.status.as_str(), "test_secs": out.test_secs,
-            "wall_secs": out.wall_secs, "note": out.note,
+            "wall_secs": out.wall_secs, "note": out.remark.as_ref().map(ToString::to_string),
             "details": out.details.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         });
         if std::env::var_os(EnvVars::BCB_SHOW_DETAILS).is_some() {

@@ -13,19 +13,21 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 mod error;
+pub mod intake;
 mod job;
 pub mod local;
 mod spec;
 mod verdict;
 
 pub use error::ExecError;
+pub use intake::{JobSource, OnServed, Peek, Ticket};
 pub use job::{program_digest, Job, JobId, Limits, Program};
 pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
     Protection,
 };
 pub use spec::{ExecutorSpec, LocalKind};
-pub use verdict::{Details, Outcome, Status, ALL};
+pub use verdict::{Details, Outcome, Remark, Status, ALL};
 
 /// Interpreter and limits every local backend needs.
 #[derive(Debug, Clone)]
@@ -53,6 +55,14 @@ pub trait Executor: Send + Sync {
     /// Runs the jobs, in the order given as far as parallelism allows (the session puts the
     /// longest expected first), calling `done` once per job started.
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError>;
+
+    /// Runs what `source` hands out until it closes, calling `done` once per job started;
+    /// a warm backend keeps its workers between jobs (and between submissions of whoever
+    /// feeds the source). The default runs whatever is queued as one [`Executor::run`] batch
+    /// at a time (correct for any backend, not warm).
+    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
+        intake::serve_in_batches(source, done, usize::MAX, |jobs, d| self.run(jobs, d))
+    }
 
     /// The protections in force (namespaces, cgroups, rlimits...), for `env check` and logs.
     fn protections(&self) -> Vec<String> {

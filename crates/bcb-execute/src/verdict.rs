@@ -156,9 +156,15 @@ pub struct Outcome {
     /// CPU time (user + system) of the sample's process tree, where the backend measures it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_secs: Option<f64>,
-    /// Executor-side remark (killed by signal, memory limit, integrity check...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    /// Executor-side remark (killed by signal, memory limit, integrity check...). Read from
+    /// `note` (free text) in journals written before it was typed.
+    #[serde(
+        default,
+        alias = "note",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "remark_compat"
+    )]
+    pub remark: Option<Remark>,
 }
 
 impl Outcome {
@@ -170,8 +176,120 @@ impl Outcome {
             test_secs: None,
             wall_secs: 0.0,
             cpu_secs: None,
-            note: None,
+            remark: None,
         }
+    }
+}
+
+/// Why an executor remarks on a job: kills, harness faults, checks. Never part of the
+/// upstream files; the verdict cache's policy and reports read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Remark {
+    /// Killed at the time limit plus grace (no report).
+    KilledAtDeadline,
+    /// Killed by the memory limit.
+    KilledByMemoryLimit,
+    /// Killed by a signal before reporting.
+    KilledBySignal { signal: i32 },
+    /// The supervisor of the sample hung past the deadline.
+    SupervisorHung { message: String },
+    /// The harness failed inside the sample's process (its exit codes 70..=72).
+    HarnessExit { code: i32 },
+    /// The harness reported an error of its own.
+    HarnessError { message: String },
+    /// The sample ended its own process before the tests reported (never a pass).
+    EarlyExit { code: i32 },
+    /// The result failed the integrity check (a forged or incomplete report).
+    Integrity { problem: String },
+    /// The in-sample alarm fired: the suite hit its time limit.
+    InSampleAlarm,
+    /// Some tests were skipped.
+    Skipped { tests: usize },
+    /// A warm slot's reading was abnormal, so the sample ran again cold: what happened
+    /// first, and the cold run's own remark.
+    RetriedCold {
+        after: Box<Remark>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        then: Option<Box<Remark>>,
+    },
+    /// Free text: another backend's remark, or a journal written before remarks were typed.
+    Other { text: String },
+}
+
+impl Remark {
+    /// The executor killed the sample (time, memory, a signal, a hung supervisor): the
+    /// machine's load may have had a hand in it.
+    pub fn is_kill(&self) -> bool {
+        matches!(
+            self,
+            Remark::KilledAtDeadline
+                | Remark::KilledByMemoryLimit
+                | Remark::KilledBySignal { .. }
+                | Remark::SupervisorHung { .. }
+        )
+    }
+
+    /// The harness, not the sample, went wrong.
+    pub fn is_harness_fault(&self) -> bool {
+        matches!(
+            self,
+            Remark::HarnessExit { .. } | Remark::HarnessError { .. }
+        )
+    }
+
+    /// Whether a verdict with this remark may be reused by later runs: not after a kill, a
+    /// harness fault or a cold retry (the machine's doing, maybe), nor for text we cannot
+    /// read.
+    pub fn keeps_verdict_reusable(&self) -> bool {
+        !(self.is_kill()
+            || self.is_harness_fault()
+            || matches!(self, Remark::RetriedCold { .. } | Remark::Other { .. }))
+    }
+
+    /// The remark this one comes down to (a cold retry's first cause).
+    pub fn cause(&self) -> &Remark {
+        match self {
+            Remark::RetriedCold { after, .. } => after.cause(),
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for Remark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Remark::KilledAtDeadline => f.write_str("killed at time limit + grace"),
+            Remark::KilledByMemoryLimit => f.write_str("killed by the memory limit"),
+            Remark::KilledBySignal { signal } => {
+                write!(f, "killed by signal {signal} before reporting")
+            }
+            Remark::SupervisorHung { message } => f.write_str(message),
+            Remark::HarnessExit { code } => {
+                write!(f, "harness failed in the sample process (exit {code})")
+            }
+            Remark::HarnessError { message } => write!(f, "harness error: {message}"),
+            Remark::EarlyExit { code } => write!(f, "early exit (code {code})"),
+            Remark::Integrity { problem } => write!(f, "integrity: {problem}"),
+            Remark::InSampleAlarm => f.write_str("time limit reached (in-sample alarm)"),
+            Remark::Skipped { tests } => write!(f, "{tests} test(s) skipped"),
+            Remark::RetriedCold { after, then } => match then {
+                Some(then) => write!(f, "{then}; retried cold after: {after}"),
+                None => write!(f, "retried cold after: {after}"),
+            },
+            Remark::Other { text } => f.write_str(text),
+        }
+    }
+}
+
+/// A remark as journals hold it: typed, or free text from before it was typed.
+fn remark_compat<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Remark>, D::Error> {
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) => Ok(Some(Remark::Other { text })),
+        Some(v) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
     }
 }
 
@@ -192,5 +310,32 @@ mod tests {
         );
         assert_eq!(Details::all("boom").module_error(), Some("boom"));
         assert_eq!(Details::all("boom").tests().count(), 0);
+    }
+
+    #[test]
+    fn remarks_round_trip_typed_and_old_journals_read_as_text() {
+        let mut o = Outcome::new(Status::Fail, Details::new());
+        o.remark = Some(Remark::RetriedCold {
+            after: Box::new(Remark::KilledBySignal { signal: 9 }),
+            then: None,
+        });
+        let text = serde_json::to_string(&o).unwrap();
+        assert!(
+            text.contains(r#""remark":{"kind":"retried_cold""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Outcome>(&text).unwrap(), o);
+        let old = r#"{"status":"fail","details":{},"test_secs":null,"wall_secs":1.0,"note":"killed by signal 9 before reporting"}"#;
+        let o: Outcome = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            o.remark,
+            Some(Remark::Other {
+                text: "killed by signal 9 before reporting".into()
+            })
+        );
+        assert!(!o.remark.unwrap().keeps_verdict_reusable());
+        assert!(Remark::Skipped { tests: 1 }.keeps_verdict_reusable());
+        assert!(!Remark::KilledByMemoryLimit.keeps_verdict_reusable());
+        assert!(!Remark::HarnessExit { code: 70 }.keeps_verdict_reusable());
     }
 }

@@ -181,7 +181,7 @@ fn adversarial(kind: &str, iso: Isolation, label: &str) {
             "{label} {kind} {}: {} {:?} {:.1}s",
             c.name,
             o.status.as_str(),
-            o.note,
+            o.remark,
             o.wall_secs
         );
         if o.status == Status::Pass {

@@ -48,7 +48,7 @@ fn run_with(kind: &str, iso: Isolation, codes: &[String], parallel: usize) -> Ve
 }
 
 fn leaks(o: &Outcome) -> String {
-    format!("{} {:?} {:?}", o.status.as_str(), o.details, o.note)
+    format!("{} {:?} {:?}", o.status.as_str(), o.details, o.remark)
 }
 
 /// Shows the attack works with the sandbox off (only on probes that are harmless), then that

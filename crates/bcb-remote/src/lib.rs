@@ -142,8 +142,8 @@ pub fn pass_at_k_from_json(v: &Value) -> Result<PassAtK, String> {
     Ok(PassAtK {
         values,
         model: text("model").unwrap_or_default(),
-        split: text("split").unwrap_or_default(),
-        subset: text("subset").unwrap_or_default(),
+        split: text("split").unwrap_or_default().parse()?,
+        subset: text("subset").unwrap_or_default().parse()?,
         calibrated: m.get("calibrated").and_then(Value::as_bool).unwrap_or(true),
         gt_pass_rate: m
             .get("gt_pass_rate")

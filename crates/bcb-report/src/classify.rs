@@ -6,6 +6,7 @@
 //! exception's type, and searched for environment causes (no network, no NLTK data) that
 //! are not the model's fault.
 
+use bcb_execute::Remark;
 use serde::Serialize;
 
 use crate::results::{Sample, Status};
@@ -125,16 +126,53 @@ pub struct Failure {
 /// Classifies one sample; `None` when it passed. `gt_failing` says whether the task's
 /// ground truth fails in this environment (from a ground-truth run or `failed_tasks`).
 pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
+    let remark = sample.details.module_error().and_then(remark_of_marker);
+    classify_with(sample, remark.as_ref(), gt_failing)
+}
+
+/// The executor's remark a result file's `details["ALL"]` marker stands for (result files
+/// carry no remark of their own; bcb's executors write these markers).
+pub fn remark_of_marker(all: &str) -> Option<Remark> {
+    if all.starts_with(MARKER_MEMORY_LIMIT) {
+        return Some(Remark::KilledByMemoryLimit);
+    }
+    all.strip_prefix(MARKER_TAMPER_DETECTED)
+        .map(|rest| Remark::Integrity {
+            problem: rest.trim_start_matches(':').trim().to_string(),
+        })
+}
+
+/// The failure class an executor's remark decides by itself, if any.
+pub fn class_of_remark(remark: &Remark) -> Option<FailureClass> {
+    match remark.cause() {
+        Remark::KilledByMemoryLimit => Some(FailureClass::MemoryLimit),
+        Remark::Integrity { .. } => Some(FailureClass::TamperingDetected),
+        _ => None,
+    }
+}
+
+/// [`classify`] with the executor's remark, where known (journals, a live session): a
+/// remark that decides a class wins over what the details say.
+pub fn classify_with(
+    sample: &Sample,
+    remark: Option<&Remark>,
+    gt_failing: bool,
+) -> Option<Failure> {
     if sample.status == Status::Pass {
         return None;
     }
     let all = sample.details.module_error();
+    if let Some(class) = remark.and_then(class_of_remark) {
+        let text = all.map_or_else(
+            || remark.map(ToString::to_string).unwrap_or_default(),
+            str::to_string,
+        );
+        return Some(failure(class, None, "ALL", &text));
+    }
     // bcb's own markers are exact: they win over everything else.
     if let Some(all) = all {
         let marked = [
             (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
-            (MARKER_TAMPER_DETECTED, FailureClass::TamperingDetected),
-            (MARKER_MEMORY_LIMIT, FailureClass::MemoryLimit),
         ];
         for (marker, class) in marked {
             if all.starts_with(marker) {
@@ -408,6 +446,33 @@ fn env_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn executor_remarks_decide_the_class_and_markers_read_back_as_remarks() {
+        assert_eq!(
+            remark_of_marker(MARKER_MEMORY_LIMIT),
+            Some(Remark::KilledByMemoryLimit)
+        );
+        assert!(matches!(
+            remark_of_marker(&format!("{MARKER_TAMPER_DETECTED}: forged")),
+            Some(Remark::Integrity { problem }) if problem == "forged"
+        ));
+        assert_eq!(remark_of_marker("NameError: x"), None);
+        let sample = Sample {
+            status: Status::Timeout,
+            details: bcb_execute::Details::new(),
+            solution: String::new(),
+            flaky: None,
+        };
+        let cold = Remark::RetriedCold {
+            after: Box::new(Remark::KilledByMemoryLimit),
+            then: None,
+        };
+        let f = classify_with(&sample, Some(&cold), false).unwrap();
+        assert_eq!(f.class, FailureClass::MemoryLimit);
+        let f = classify_with(&sample, Some(&Remark::InSampleAlarm), false).unwrap();
+        assert_eq!(f.class, FailureClass::Timeout);
+    }
 
     #[test]
     fn last_exception_skips_frames_and_takes_the_last_traceback() {

@@ -1,6 +1,6 @@
 //! Signs that a program may wait rather than compute: process pools, servers that accept
 //! connections, calls that block without a timeout, long sleeps, loops with no way out.
-//! The scheduler starts such samples first (`bcb_eval::sleepers`), so their waits overlap
+//! The scheduler starts such samples first (`sleepers.rs` in bcb-eval), so their waits overlap
 //! the rest of a run instead of stretching its end. Only a hint: it never changes a verdict.
 //!
 //! It shares the tamper scan's tree-sitter parse and import-aware names

@@ -4,7 +4,8 @@
 
 use std::io::Write;
 
-use bcb_eval::ground_truth::failure_summary;
+use bcb_dataset::{Split, Subset};
+use bcb_eval::failure_summary;
 use bcb_eval::{Event, Sink};
 
 pub struct ConsoleSummary {
@@ -24,8 +25,8 @@ impl ConsoleSummary {
     /// `split` and `subset` name the run in the title (`BigCodeBench-Complete (Full)`).
     pub fn new(
         out: Box<dyn Write + Send>,
-        split: &str,
-        subset: &str,
+        split: Split,
+        subset: Subset,
         gt_only: bool,
         no_gt: bool,
         save_pass_rate: bool,
@@ -34,8 +35,8 @@ impl ConsoleSummary {
             out,
             title: format!(
                 "BigCodeBench-{} ({})",
-                capitalize(split),
-                capitalize(subset)
+                capitalize(split.as_str()),
+                capitalize(subset.as_str())
             ),
             gt_only,
             no_gt,

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use bcb_eval::ground_truth::failure_summary;
+use bcb_eval::failure_summary;
 use bcb_eval::{Event, Sink};
 use serde::Serialize;
 

@@ -20,7 +20,7 @@ pub use journal::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
 pub use verdict_cache::VerdictCacheSink;
 
-use bcb_eval::flaky::rerun_journal_path;
+use bcb_eval::journal::rerun_journal_path;
 use bcb_eval::journal::{samples_journal_path, JournalHeader};
 use bcb_eval::{GtCache, Phase, Sink};
 

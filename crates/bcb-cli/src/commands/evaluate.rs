@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bcb_dataset::{Split, Subset};
-use bcb_eval::plan::samples_journal_key;
-use bcb_eval::session::Reuse;
+use bcb_eval::samples_journal_key;
+use bcb_eval::Reuse;
 use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
     VerdictCache,
@@ -84,7 +84,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1.0)]
     pub min_time_limit: f64,
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::limits::DEFAULT_BASE_TIMEOUT)]
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
     /// Address-space limit per sample in MB (RLIMIT_AS; 0 = none).
     #[arg(long, default_value_t = 30 * 1024)]
@@ -488,8 +488,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         shard: shard.as_ref(),
         console: Some(ConsoleSummary::new(
             Box::new(std::io::stdout()),
-            args.split.as_str(),
-            ds.subset.as_str(),
+            args.split,
+            ds.subset,
             args.check_gt_only,
             args.no_gt,
             save_pass_rate,

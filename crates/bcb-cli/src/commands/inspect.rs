@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bcb_dataset::Split;
-use bcb_eval::results::{EvalResults, SampleResult};
+use bcb_eval::{EvalResults, SampleResult};
 use bcb_report::results::RunResults;
 use bcb_report::summary::{task_infos, Report, ReportOptions};
 use serde_json::Value;

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bcb_eval::session::assemble;
-use bcb_eval::{build_report, Event, GtCache, SampleRun, Samples, Sink};
+use bcb_eval::{assemble, build_report, Event, GtCache, SampleRun, Samples, Sink};
 use bcb_sinks::{ConsoleSummary, EvalResultsFile, PassAtKFile};
 
 use crate::common::DatasetArgs;
@@ -57,9 +56,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .and_then(|h| h.plan);
     if let Some(plan) = &plan {
         if !args.subset_typed {
-            if let Ok(subset) = plan.subset.parse() {
-                args.dataset.subset = subset;
-            }
+            args.dataset.subset = plan.subset;
         }
         if !args.version_typed {
             args.dataset.version = plan.version.clone();
@@ -89,10 +86,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         no_gt: merged.ground_truth.is_empty(),
         force: true,
     };
-    let split = merged.plan.split.clone();
+    let split = merged.plan.split;
     let report = build_report(
         &ds,
-        &split,
+        split,
         merged.plan.calibrated,
         &samples,
         &merged.ground_truth,
@@ -102,8 +99,8 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let task_ids: Vec<String> = ds.tasks().iter().map(|t| t.task_id.clone()).collect();
     let console = ConsoleSummary::new(
         Box::new(std::io::stdout()),
-        &split,
-        ds.subset.as_str(),
+        split,
+        ds.subset,
         false,
         opts.no_gt,
         true,
@@ -146,8 +143,8 @@ fn merge_ground_truth(ds: &bcb_dataset::Dataset, shards: &[PathBuf]) -> anyhow::
     let task_ids: Vec<String> = ds.tasks().iter().map(|t| t.task_id.clone()).collect();
     let mut console = ConsoleSummary::new(
         Box::new(std::io::stdout()),
-        &merged.plan.split,
-        ds.subset.as_str(),
+        merged.plan.split,
+        ds.subset,
         true,
         false,
         false,

@@ -11,4 +11,5 @@ pub mod plan;
 pub mod remote;
 pub mod report;
 pub mod sanitize;
+pub mod serve;
 pub mod syncheck;

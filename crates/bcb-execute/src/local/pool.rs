@@ -1,5 +1,6 @@
 //! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -10,13 +11,16 @@ use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec, PRELOAD};
 use super::verdict::{read_result, slot_failure, Reading};
-use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
+use crate::intake::{run_via_serve, JobSource, OnServed};
+use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome, Remark};
 
 /// Fresh slot after this many samples (bounds any slow drift in the supervisor).
 const RECYCLE_AFTER: usize = 400;
 
 pub struct PoolExecutor {
     base: Base,
+    /// Warm interpreters started so far (a warm executor starts them once, not per run).
+    slots_started: AtomicUsize,
 }
 
 impl PoolExecutor {
@@ -28,7 +32,20 @@ impl PoolExecutor {
     pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(PoolExecutor {
             base: Base::new(cfg, iso)?,
+            slots_started: AtomicUsize::new(0),
         })
+    }
+
+    /// Warm interpreters started so far: first use, recycling after many samples, and
+    /// replacing a dead one. Serving over time ([`Executor::serve`]) keeps them; each
+    /// [`Executor::run`] starts its own.
+    pub fn slots_started(&self) -> usize {
+        self.slots_started.load(Ordering::Relaxed)
+    }
+
+    fn spawn_slot(&self, spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+        self.slots_started.fetch_add(1, Ordering::Relaxed);
+        Slot::spawn_for(spec, seat)
     }
 }
 
@@ -62,7 +79,7 @@ impl PoolExecutor {
         cold.one_shot = true;
         // Start warming now so the first sample does not wait on imports.
         let slot = if primary {
-            Slot::spawn(&warm)
+            self.spawn_slot(&warm, None)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         } else {
@@ -88,7 +105,7 @@ impl PoolExecutor {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match Slot::spawn_for(&w.warm, Some(seat)) {
+            match self.spawn_slot(&w.warm, Some(seat)) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
@@ -102,10 +119,12 @@ impl PoolExecutor {
                 Reading::Done(o) => Ok(o),
                 Reading::Abnormal(first) => {
                     let mut o = run_cold(&w.cold, job, seat)?;
-                    let why = first.note.unwrap_or_default();
-                    o.note = Some(match o.note {
-                        Some(n) => format!("{n}; retried cold after: {why}"),
-                        None => format!("retried cold after: {why}"),
+                    let after = first.remark.unwrap_or(Remark::Other {
+                        text: "an abnormal reading".into(),
+                    });
+                    o.remark = Some(Remark::RetriedCold {
+                        after: Box::new(after),
+                        then: o.remark.take().map(Box::new),
                     });
                     o.wall_secs = start.elapsed().as_secs_f64();
                     Ok(o)
@@ -119,19 +138,38 @@ impl PoolExecutor {
     }
 }
 
+impl PoolExecutor {
+    fn serve_upto(
+        &self,
+        source: &dyn JobSource,
+        jobs: Option<usize>,
+        done: &OnServed,
+    ) -> Result<(), ExecError> {
+        let make = |w: usize, primary: bool| self.worker(w, primary);
+        let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
+            Ok(w) => self.step(w, job, seat),
+            Err(e) => setup_failure(e),
+        };
+        run_queue(source, jobs, self.base.admission(), &make, &step, done);
+        Ok(())
+    }
+}
+
 impl Executor for PoolExecutor {
     fn name(&self) -> &'static str {
         "pool"
     }
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
-        let make = |w: usize, primary: bool| self.worker(w, primary);
-        let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
-            Ok(w) => self.step(w, job, seat),
-            Err(e) => setup_failure(e),
-        };
-        run_queue(jobs, self.base.admission(), &make, &step, done);
-        Ok(())
+        let n = jobs.len();
+        run_via_serve(jobs, done, |source, done| {
+            self.serve_upto(source, Some(n), done)
+        })
+    }
+
+    /// Slots stay warm for as long as `source` stays open.
+    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
+        self.serve_upto(source, None, done)
     }
 
     fn protections(&self) -> Vec<String> {

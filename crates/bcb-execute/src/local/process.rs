@@ -12,6 +12,7 @@ use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
 use super::verdict::{read_result, slot_failure, Reading};
+use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
 /// What both executors share: config, probed isolation, environment, a private work root.
@@ -183,20 +184,38 @@ impl ProcessExecutor {
     }
 }
 
-impl Executor for ProcessExecutor {
-    fn name(&self) -> &'static str {
-        "process"
-    }
-
-    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
+impl ProcessExecutor {
+    fn serve_upto(
+        &self,
+        source: &dyn JobSource,
+        jobs: Option<usize>,
+        done: &OnServed,
+    ) -> Result<(), ExecError> {
         let make = |w: usize, _primary: bool| self.base.spec(&format!("p{w}"), &[], true);
         let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job, seat: &Seat| match state
         {
             Ok((spec, _)) => run_cold(spec, job, seat),
             Err(e) => setup_failure(e),
         };
-        run_queue(jobs, self.base.admission(), &make, &step, done);
+        run_queue(source, jobs, self.base.admission(), &make, &step, done);
         Ok(())
+    }
+}
+
+impl Executor for ProcessExecutor {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
+        let n = jobs.len();
+        run_via_serve(jobs, done, |source, done| {
+            self.serve_upto(source, Some(n), done)
+        })
+    }
+
+    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
+        self.serve_upto(source, None, done)
     }
 
     fn protections(&self) -> Vec<String> {

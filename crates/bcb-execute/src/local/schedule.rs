@@ -29,7 +29,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::freeze::{govern, promote_oldest, Role, Seat};
-use crate::{ExecError, Job, OnDone, Outcome, Status};
+use crate::intake::{JobSource, OnServed, Peek};
+use crate::{ExecError, Job, Outcome, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
 /// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
@@ -124,20 +125,16 @@ impl Admission {
     }
 
     /// Overlap slots worth starting threads for.
-    fn extra_slots(&self, jobs: usize) -> usize {
+    pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
         (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
     }
 }
 
 /// Moves the queued jobs of `task` to the front, keeping their order and everyone else's.
 /// Returns how many moved.
+#[cfg(test)]
 pub(crate) fn promote_task(queue: &mut VecDeque<Job>, task: &str) -> usize {
-    let (mut front, rest): (VecDeque<Job>, VecDeque<Job>) =
-        queue.drain(..).partition(|j| j.task_id() == task);
-    let moved = front.len();
-    front.extend(rest);
-    *queue = front;
-    moved
+    crate::intake::promote_task(queue, task, Job::task_id)
 }
 
 /// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
@@ -209,7 +206,6 @@ struct IdleSample {
 }
 
 struct Shared {
-    queue: VecDeque<Job>,
     in_flight: usize,
     /// Running samples whose role is primary (at most `workers`).
     primaries: usize,
@@ -229,17 +225,21 @@ fn slept(outcome: &Outcome) -> bool {
             .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)
 }
 
-/// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
-/// into outcomes with `step`, attaching the running sample to its [`Seat`] so the governor
-/// can freeze it. `max_in_flight` bounds primary plus overlap slots.
+/// Runs what `source` hands out until it closes (`jobs`: how many it will hand out at most,
+/// when known, so a short batch starts no more workers than it has jobs); each worker builds
+/// its state with `make(index, primary)` and turns jobs into outcomes with `step`. Workers
+/// live as long as the source stays open: a warm source keeps them between submissions.
+/// Each running sample is attached to its [`Seat`] so the governor can freeze it.
+/// `max_in_flight` bounds primary plus overlap slots.
 pub(crate) fn run_queue<W>(
-    jobs: Vec<Job>,
+    source: &dyn JobSource,
+    jobs: Option<usize>,
     admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
     step: &(dyn Fn(&mut W, &Job, &Seat) -> Result<Outcome, ExecError> + Sync),
-    done: &OnDone,
+    done: &OnServed,
 ) {
-    let n = jobs.len();
+    let n = jobs.unwrap_or(usize::MAX);
     let workers = admission.workers.min(n.max(1));
     let extra = admission.extra_slots(n);
     let seats: Vec<Seat> = (0..workers + extra).map(|_| Seat::default()).collect();
@@ -247,7 +247,6 @@ pub(crate) fn run_queue<W>(
         .map_or(workers, |c| c.get())
         .min(workers);
     let shared = Mutex::new(Shared {
-        queue: VecDeque::from(jobs),
         in_flight: 0,
         primaries: 0,
         last_admission: None,
@@ -256,8 +255,6 @@ pub(crate) fn run_queue<W>(
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
-    // Set when the caller asks to stop: no worker takes another job.
-    let stopped = AtomicBool::new(false);
     std::thread::scope(|scope| {
         if extra > 0 {
             scope.spawn(|| {
@@ -294,21 +291,24 @@ pub(crate) fn run_queue<W>(
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (shared, idle, stopped, seats) = (&shared, &idle, &stopped, &seats);
+            let (shared, idle, seats) = (&shared, &idle, &seats);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
                 let mut just_finished = false;
                 loop {
-                    if stopped.load(Ordering::Relaxed) {
-                        break;
-                    }
                     let next = {
                         let mut s = shared.lock().unwrap();
-                        let Some(front) = s.queue.front() else {
-                            break;
+                        let front = match source.peek() {
+                            Peek::Ready(task) => task,
+                            Peek::Closed => break,
+                            Peek::Idle => {
+                                drop(s);
+                                source.wait(INTERVAL);
+                                continue;
+                            }
                         };
-                        let next_sleeps = s.sleepy.contains(front.task_id());
+                        let next_sleeps = s.sleepy.contains(&front);
                         let my_turn = primary
                             || just_finished
                             || s.extra_busy[..w - workers].iter().all(|b| *b);
@@ -334,26 +334,30 @@ pub(crate) fn run_queue<W>(
                         let renew = load.renewing.is_some();
                         just_finished = false;
                         if asks && (role_free || admission.admits(&load)) {
-                            s.in_flight += 1;
-                            if !primary {
-                                s.extra_busy[w - workers] = true;
-                            }
-                            let role = if role_free {
-                                s.primaries += 1;
-                                Role::Primary
-                            } else {
-                                if !next_sleeps && !renew {
-                                    s.last_admission = Some(Instant::now());
+                            // The source may have lost the job meanwhile (a cancel).
+                            let pulled = source.pull();
+                            if pulled.is_some() {
+                                s.in_flight += 1;
+                                if !primary {
+                                    s.extra_busy[w - workers] = true;
                                 }
-                                Role::Extra
-                            };
-                            seats[w].begin(role);
-                            s.queue.pop_front()
+                                let role = if role_free {
+                                    s.primaries += 1;
+                                    Role::Primary
+                                } else {
+                                    if !next_sleeps && !renew {
+                                        s.last_admission = Some(Instant::now());
+                                    }
+                                    Role::Extra
+                                };
+                                seats[w].begin(role);
+                            }
+                            pulled
                         } else {
                             None
                         }
                     };
-                    let Some(job) = next else {
+                    let Some((ticket, job)) = next else {
                         std::thread::sleep(INTERVAL);
                         continue;
                     };
@@ -379,7 +383,7 @@ pub(crate) fn run_queue<W>(
                             if slept(o) {
                                 s.sleepy.insert(job.task_id().to_string());
                             }
-                            let moved = promote_task(&mut s.queue, job.task_id());
+                            let moved = source.promote(job.task_id());
                             if moved > 0 {
                                 tracing::debug!(
                                     "{} timed out: its {moved} queued sample(s) move to the front",
@@ -388,9 +392,7 @@ pub(crate) fn run_queue<W>(
                             }
                         }
                     }
-                    if done(job, outcome).is_break() {
-                        stopped.store(true, Ordering::Relaxed);
-                    }
+                    done(ticket, job, outcome);
                 }
             }));
         }
@@ -612,11 +614,19 @@ mod tests {
             };
             Ok(Outcome::new(status, Default::default()))
         };
-        let done = |j: Job, _o: Result<Outcome, ExecError>| {
+        let done = |_t, j: Job, _o: Result<Outcome, ExecError>| {
             seen.lock().unwrap().push(j);
-            std::ops::ControlFlow::Continue(())
         };
-        run_queue(jobs, Admission::new(1, 1, 0), &|_, _| (), &step, &done);
+        let n = jobs.len();
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(
+            &source,
+            Some(n),
+            Admission::new(1, 1, 0),
+            &|_, _| (),
+            &step,
+            &done,
+        );
         let seen: VecDeque<Job> = seen.into_inner().unwrap().into();
         assert_eq!(
             order(&seen),

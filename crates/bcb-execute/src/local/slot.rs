@@ -143,10 +143,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(300);
 const SLOT_SLACK: Duration = Duration::from_secs(15);
 
 impl Slot {
-    pub fn spawn(spec: &SlotSpec) -> Result<Slot> {
-        Slot::spawn_for(spec, None)
-    }
-
     /// Spawns a slot; for an extra sample's `seat`, the slot warms up (seconds of imports)
     /// inside its freezer cgroup, so the governor can freeze the warm-up as it would the
     /// sample. The supervisor leaves the cgroup before it says it is ready.

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::slot::SlotFailure;
 use super::wire::{Report, ResultMsg};
-use crate::{Details, ExecError, Outcome, Status};
+use crate::{Details, ExecError, Outcome, Remark, Status};
 
 /// bcb's details text for a sample killed by the memory limit (reports classify on it).
 pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
@@ -72,23 +72,21 @@ pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
     }
     // No report: killed or exited before reporting.
     if msg.killed_at_deadline {
-        out.note = Some("killed at time limit + grace".into());
+        out.remark = Some(Remark::KilledAtDeadline);
         return Reading::Done(out);
     }
     if msg.oom_killed {
         out.details = Details::all(MEMORY_LIMIT);
-        out.note = Some("killed by the memory limit".into());
+        out.remark = Some(Remark::KilledByMemoryLimit);
         return Reading::Done(out);
     }
     if let Some(sig) = msg.signal {
-        out.note = Some(format!("killed by signal {sig} before reporting"));
+        out.remark = Some(Remark::KilledBySignal { signal: sig });
         return Reading::Abnormal(out);
     }
     let code = msg.exit_code.unwrap_or(-1);
     if (70..=72).contains(&code) {
-        out.note = Some(format!(
-            "harness failed in the sample process (exit {code})"
-        ));
+        out.remark = Some(Remark::HarnessExit { code });
         return Reading::Abnormal(out);
     }
     // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
@@ -96,14 +94,16 @@ pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
     out.details = Details::all(format!(
         "bcb: the sample's process exited with code {code} before the tests reported"
     ));
-    out.note = Some(format!("early exit (code {code})"));
+    out.remark = Some(Remark::EarlyExit { code });
     Reading::Done(out)
 }
 
 fn from_report(msg: &ResultMsg, report: &Report, mut out: Outcome) -> Reading {
     if let Some(err) = &report.harness_error {
         out.status = Status::Fail;
-        out.note = Some(format!("harness error: {err}"));
+        out.remark = Some(Remark::HarnessError {
+            message: err.clone(),
+        });
         return Reading::Abnormal(out);
     }
     out.details = details_of(report);
@@ -134,13 +134,15 @@ fn from_report(msg: &ResultMsg, report: &Report, mut out: Outcome) -> Reading {
         if out.details.is_empty() {
             out.details = Details::all(format!("{INTEGRITY_FAILED}: {p}"));
         }
-        out.note = Some(format!("integrity: {p}"));
+        out.remark = Some(Remark::Integrity { problem: p });
     }
-    if out.status == Status::Timeout && out.note.is_none() {
-        out.note = Some("time limit reached (in-sample alarm)".into());
+    if out.status == Status::Timeout && out.remark.is_none() {
+        out.remark = Some(Remark::InSampleAlarm);
     }
-    if report.skipped > 0 && out.note.is_none() {
-        out.note = Some(format!("{} test(s) skipped", report.skipped));
+    if report.skipped > 0 && out.remark.is_none() {
+        out.remark = Some(Remark::Skipped {
+            tests: report.skipped as usize,
+        });
     }
     Reading::Done(out)
 }
@@ -151,7 +153,9 @@ pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecEr
     if f.timed_out {
         let mut out = Outcome::new(Status::Timeout, Details::new());
         out.wall_secs = wall;
-        out.note = Some(f.message.clone());
+        out.remark = Some(Remark::SupervisorHung {
+            message: f.message.clone(),
+        });
         return Ok(out);
     }
     Err(ExecError::transient(f.message.clone()))

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bcb_dataset::Dataset;
-use bcb_eval::flaky::rerun_journal_path;
-use bcb_eval::plan::samples_journal_key;
+use bcb_eval::journal::rerun_journal_path;
+use bcb_eval::samples_journal_key;
 use bcb_eval::{GtCache, RetryPolicy, RunReport, SampleRun, Samples, Session, SessionError};
 use bcb_execute::{ExecError, Job, Outcome, Program};
 use bcb_sinks::{ProgressMode, StandardSinks};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bcb_dataset::{Dataset, Split};
 use bcb_eval::journal::{read_journal, samples_journal_path};
-use bcb_eval::plan::samples_journal_key;
+use bcb_eval::samples_journal_key;
 use bcb_eval::{GtCache, RetryPolicy, SampleRun, Samples, Session, SessionError, Settings};
 use bcb_execute::{ExecError, Limits, Program, Status};
 use bcb_sinks::{ProgressMode, StandardSinks};
@@ -489,11 +489,11 @@ fn ground_truth_shards_resume_and_merge_into_the_cache() {
     };
     // The shard with two tasks is cut short (its executor breaks after one verdict): a killed
     // pod or array task.
-    let (cut, other) = match bcb_eval::plan::shard_tasks(&ds, None, shards[0]).len() {
+    let (cut, other) = match bcb_eval::shard::shard_tasks(&ds, None, shards[0]).len() {
         1 => (shards[1], shards[0]),
         _ => (shards[0], shards[1]),
     };
-    let first = bcb_eval::plan::shard_tasks(&ds, None, cut);
+    let first = bcb_eval::shard::shard_tasks(&ds, None, cut);
     assert_eq!(first.len(), 2, "{first:?}");
     let seen = std::sync::atomic::AtomicUsize::new(0);
     let breaks = FakeExecutor::new(move |job, attempt| {

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bcb_dataset::Dataset;
-use bcb_eval::plan::samples_journal_key;
-use bcb_eval::session::Reuse;
+use bcb_eval::samples_journal_key;
 use bcb_eval::verdict_cache::{self, VerdictCache};
+use bcb_eval::Reuse;
 use bcb_eval::{
     Event, GtCache, GtMode, Origin, Phase, Request, RetryPolicy, RunReport, SampleRun, Samples,
     Session, SessionError, Settings, Sink,

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# `bcb serve` acceptance numbers (issue 18), for a quiet machine:
+#   1. latency at concurrency 1: BigCodeBench/854's canonical solution, varied so no cache
+#      answers, N requests over loopback: p50/p99 request time and overhead (request - test
+#      time), beside one `bcb evaluate` invocation per sample (wall each, 10 runs).
+#   2. throughput: the hard subset's canonical solutions x4 (592 jobs), dedup and cache off,
+#      64 concurrent clients one sample per request: wall vs the CPU floor (sum of sample CPU /
+#      cores), errors, verdicts equal to `bcb evaluate`'s on the same rows, peak RSS of the
+#      server's process tree.
+# usage: bench/serve.sh [N latency requests, default 200] [parallel, default nproc]
+# env:   BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT, CLIENTS (64), COPIES (4), PORT (18765)
+set -euo pipefail
+n=${1:-200}
+parallel=${2:-$(nproc)}
+clients=${CLIENTS:-64}
+copies=${COPIES:-4}
+port=${PORT:-18765}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
+out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-serve.XXXXXX)}
+mkdir -p "$out"
+(cd "$here" && cargo build -q --release --bin bcb)
+bcb=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+py=$BCB_PYTHON
+url=http://127.0.0.1:$port
+# The ground truth is cached once for both servers and the evaluate runs.
+export BCB_CACHE_DIR=$out/cache
+
+serve() { # extra flags...
+    "$bcb" serve --listen 127.0.0.1:$port --subset hard --parallel "$parallel" "$@" 2>"$out/serve.log" &
+    pid=$!
+    until curl -fs "$url/readyz" >/dev/null 2>&1; do
+        kill -0 $pid 2>/dev/null || { cat "$out/serve.log"; exit 1; }
+        sleep 0.5
+    done
+}
+stop() { kill -TERM $pid; wait $pid || true; }
+# Peak RSS (KB) of a process and all its descendants (pool workers, samples), sampled every
+# 0.2 s until it exits.
+descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+watch_rss() {
+    local peak=0 total
+    while kill -0 "$1" 2>/dev/null; do
+        total=$(ps -o rss= -p "$(echo "$1" $(descendants "$1") | tr ' ' ',')" 2>/dev/null | awk '{s+=$1} END {print s+0}')
+        [ "$total" -gt "$peak" ] && peak=$total
+        sleep 0.2
+    done
+    echo "$peak" >"$out/peak-rss-kb"
+}
+
+echo "== ground truth of the hard subset (cached for every run below)" >&2
+"$bcb" evaluate --check-gt-only --subset hard --parallel "$parallel" -q
+
+echo "== 1. latency, concurrency 1 ($n requests)" >&2
+serve
+"$py" "$here/bench/serve_load.py" latency "$url" "$BCB_DATASET_DIR" "$n" | tee "$out/latency.txt"
+stop
+echo "-- one bcb evaluate per sample (10 runs, --no-cache):" >&2
+"$py" - "$BCB_DATASET_DIR" "$out" <<'PY'
+import gzip, json, os, sys
+ds, out = sys.argv[1], sys.argv[2]
+t = next(json.loads(l) for l in gzip.open(ds + "/bigcodebench-hard-v0.1.4.jsonl.gz", "rt") if '"BigCodeBench/854"' in l)
+for i in range(10):
+    with open(f"{out}/one-{i}--bigcodebench-hard-complete--x.jsonl", "w") as f:
+        f.write(json.dumps({"task_id": t["task_id"], "solution": t["code_prompt"] + t["canonical_solution"] + f"\n# {i}\n"}) + "\n")
+PY
+for i in $(seq 0 9); do
+    /usr/bin/time -f '%e' -a -o "$out/evaluate-walls" "$bcb" evaluate --samples "$out/one-$i--bigcodebench-hard-complete--x.jsonl" --ids BigCodeBench/854 --no-cache --parallel "$parallel" -q >/dev/null
+done
+sort -n "$out/evaluate-walls" | awk '{a[NR]=$1} END {printf "bcb evaluate per sample: p50 %.0f ms, max %.0f ms (n=%d)\n", 1000*a[int((NR+1)/2)], 1000*a[NR], NR}' | tee -a "$out/latency.txt"
+
+echo "== 2. throughput: hard canonical x$copies, $clients clients, --no-dedup --no-cache" >&2
+serve --no-dedup --no-cache
+watch_rss $pid &
+watcher=$!
+"$py" "$here/bench/serve_load.py" throughput "$url" "$BCB_DATASET_DIR" "$copies" "$clients" "$out/served.jsonl" | tee "$out/throughput.txt"
+stop
+wait $watcher
+echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
+echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
+"$py" - "$BCB_DATASET_DIR" "$copies" >"$out/rows--bigcodebench-hard-complete--x.jsonl" <<'PY'
+import gzip, json, sys
+for l in gzip.open(sys.argv[1] + "/bigcodebench-hard-v0.1.4.jsonl.gz", "rt"):
+    t = json.loads(l)
+    for _ in range(int(sys.argv[2])):
+        print(json.dumps({"task_id": t["task_id"], "solution": t["code_prompt"] + t["canonical_solution"]}))
+PY
+/usr/bin/time -f '%e s wall, %M KB peak RSS (bcb evaluate)' "$bcb" evaluate --samples "$out/rows--bigcodebench-hard-complete--x.jsonl" --no-dedup --no-cache --parallel "$parallel" -q
+"$py" - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+served = [json.loads(l) for l in open(out + "/served.jsonl")]
+ev = json.load(open(out + "/rows--bigcodebench-hard-complete--x_eval_results.json"))["eval"]
+seen, diff = {}, []
+for r in served:
+    i = seen.get(r["task_id"], 0); seen[r["task_id"]] = i + 1
+    want = ev[r["task_id"]][i]["status"]
+    if r["status"] != want:
+        diff.append((r["task_id"], i, r["status"], want))
+print(f"verdicts equal to bcb evaluate's: {len(served) - len(diff)}/{len(served)}; differing: {diff[:10]}")
+PY
+echo "results in $out" >&2

@@ -1,0 +1,106 @@
+"""Load driver for bench/serve.sh (standard library only).
+
+latency URL DATASET_DIR N          concurrency 1: N requests of BigCodeBench/854's canonical
+                                   solution, each varied by a comment (no cache or dedup hit);
+                                   prints p50/p99 of request time, test time and overhead.
+throughput URL DATASET_DIR K C OUT the hard subset's canonical solutions x K, one sample per
+                                   request, C concurrent clients; writes OUT (JSONL verdicts in
+                                   samples order) and prints wall, CPU floor, errors, lost.
+                                   BENCH_IDS=a,b restricts the tasks (smoke runs).
+"""
+import concurrent.futures as cf
+import gzip
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+
+def tasks(ds, hard):
+    name = "bigcodebench-hard-v0.1.4.jsonl.gz" if hard else "bigcodebench-v0.1.4.jsonl.gz"
+    return [json.loads(l) for l in gzip.open(os.path.join(ds, name), "rt")]
+
+
+def post(url, samples, timeout=900):
+    body = json.dumps({"samples": samples}).encode()
+    req = urllib.request.Request(url + "/v1/evaluate", data=body,
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as res:
+        return json.loads(res.read())
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def latency(url, ds, n):
+    t = next(t for t in tasks(ds, True) if t["task_id"] == "BigCodeBench/854")
+    code = t["code_prompt"] + t["canonical_solution"]
+    req, test, over = [], [], []
+    for i in range(n):
+        sample = {"task_id": t["task_id"], "solution": f"{code}\n# variant {i} {time.time()}\n"}
+        t0 = time.perf_counter()
+        r = post(url, [sample])["results"][0]
+        dt = time.perf_counter() - t0
+        assert r["status"] == "pass", r
+        req.append(dt)
+        test.append(r["test_secs"] or 0.0)
+        over.append(dt - (r["test_secs"] or 0.0))
+    ms = lambda x: f"{1000 * x:.1f} ms"
+    print(f"latency n={n}: request p50 {ms(pct(req, 50))} p99 {ms(pct(req, 99))} | "
+          f"test p50 {ms(pct(test, 50))} | overhead p50 {ms(pct(over, 50))} p99 {ms(pct(over, 99))}")
+
+
+def throughput(url, ds, k, c, out):
+    rows = []
+    only = set(filter(None, os.environ.get("BENCH_IDS", "").split(",")))
+    for t in tasks(ds, True):
+        if only and t["task_id"] not in only:
+            continue
+        for i in range(k):
+            rows.append({"task_id": t["task_id"], "solution": t["code_prompt"] + t["canonical_solution"]})
+    results = [None] * len(rows)
+    errors = []
+
+    def one(i):
+        for attempt in range(100):
+            try:
+                return i, post(url, [rows[i]])["results"][0]
+            except urllib.error.HTTPError as e:
+                if e.code in (429, 503):
+                    time.sleep(float(e.headers.get("Retry-After") or 1))
+                    continue
+                return i, {"error": f"HTTP {e.code}: {e.read()[:300]!r}"}
+        return i, {"error": "gave up"}
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(max_workers=c) as pool:
+        for i, r in pool.map(one, range(len(rows))):
+            results[i] = r
+    wall = time.perf_counter() - t0
+    cores = os.cpu_count() or 1
+    cpu = sum((r or {}).get("cpu_secs") or 0.0 for r in results)
+    errors = [r for r in results if r is None or "error" in r]
+    with open(out, "w") as f:
+        for row, r in zip(rows, results):
+            f.write(json.dumps({"task_id": row["task_id"], "status": (r or {}).get("status")}) + "\n")
+    by = {}
+    for r in results:
+        if r and "status" in r:
+            by[r["status"]] = by.get(r["status"], 0) + 1
+    print(f"throughput: {len(rows)} jobs, {c} clients: wall {wall:.1f} s | CPU floor "
+          f"(sum sample CPU {cpu:.1f} s / {cores} cores) {cpu / cores:.1f} s | ratio "
+          f"{wall / max(cpu / cores, 1e-9):.2f} | errors {len(errors)} | verdicts {by}")
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "latency":
+        latency(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "throughput":
+        throughput(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+    else:
+        sys.exit(__doc__)

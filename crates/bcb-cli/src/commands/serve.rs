@@ -1,0 +1,290 @@
+//! `bcb serve`: BigCodeBench verdicts over HTTP (see `bcb-serve`). The dataset is loaded once;
+//! the server answers `/healthz` at once and `/readyz` once the warm session has checked the
+//! ground truth; every request goes through that one session.
+
+use bcb_envvars::EnvVars;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use bcb_dataset::{DatasetSpec, Split, Subset};
+use bcb_eval::{GtCache, GtMode, RetryPolicy, Settings, VerdictCache, WarmOptions, WarmSession};
+use bcb_execute::local::env as pyenv;
+use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
+use bcb_serve::{AppState, Catalog, ServeConfig};
+use bcb_sinks::{JournalSink, ProgressMode, ProgressSink, VerdictCacheSink};
+
+use crate::common::DatasetArgs;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address to listen on. Anything but loopback needs --token.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    pub listen: SocketAddr,
+    /// Bearer token every request (but /healthz, /readyz) must carry.
+    #[arg(long, env = EnvVars::BCB_SERVE_TOKEN, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Default prompt split for /v1/tasks and /get_prompts.
+    #[arg(long, default_value = "complete")]
+    pub split: Split,
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// Serve only these tasks: comma-separated ids (`BigCodeBench/1,2`).
+    #[arg(long, value_name = "IDS", default_value = "")]
+    pub ids: String,
+    /// Local executor: `pool` (pre-warmed, sandboxed) or `process`.
+    #[arg(long, default_value = "pool", env = EnvVars::BCB_EXECUTOR)]
+    pub executor: LocalKind,
+    /// Samples run at once (default: number of cores).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub parallel: i64,
+    /// Most samples in flight at once (0 = parallel + max(parallel, 8)).
+    #[arg(long, default_value_t = 0)]
+    pub max_in_flight: usize,
+    /// Calibrated verdicts unless a request says otherwise (upstream default).
+    #[arg(long, value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "true")]
+    pub calibrated: bool,
+    /// Lower bound of the per-sample limit in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_time_limit: f64,
+    /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
+    pub timeout: f64,
+    /// Memory cap per sample in MB (cgroup where available; 0 = none).
+    #[arg(long, default_value_t = Limits::default().memory_mb)]
+    pub memory_limit: u64,
+    /// What a sample the tamper scan flags gets: `refuse`, `warn` or `off`.
+    #[arg(long, default_value = "refuse")]
+    pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// Run every sample, even one whose task and program another has (no dedup).
+    #[arg(long)]
+    pub no_dedup: bool,
+    /// Neither use nor fill the verdict cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Size bound of the verdict cache in MB.
+    #[arg(long, default_value_t = bcb_eval::verdict_cache::DEFAULT_MAX_MB)]
+    pub cache_max_mb: u64,
+    /// Samples admitted and not yet answered, over all requests; past it requests get 429.
+    #[arg(long, default_value_t = 4096)]
+    pub queue_limit: usize,
+    /// Largest request body in MB (413 past it).
+    #[arg(long, default_value_t = 16)]
+    pub max_body_mb: usize,
+    /// Per-request deadline in seconds (requests may ask for less with `limits.deadline_secs`).
+    #[arg(long, default_value_t = 900.0)]
+    pub request_timeout: f64,
+    /// On SIGTERM, seconds to let admitted samples finish before closing anyway.
+    #[arg(long, default_value_t = 600.0)]
+    pub drain_timeout: f64,
+    /// Python interpreter of the evaluation environment.
+    #[arg(long, env = EnvVars::BCB_PYTHON)]
+    pub python: Option<PathBuf>,
+    /// Further attempts for jobs that got no verdict before the request fails with 503.
+    #[arg(long, default_value_t = 2)]
+    pub exec_retries: usize,
+    /// Check the flags, the listen address and the dataset, then exit without serving.
+    #[arg(long)]
+    pub check: bool,
+}
+
+impl Args {
+    fn parallel(&self) -> usize {
+        match usize::try_from(self.parallel) {
+            Ok(n) if n > 0 => n,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
+    fn config(&self) -> ServeConfig {
+        let mut cfg = ServeConfig::new(self.listen);
+        cfg.token = self.token.clone().filter(|t| !t.is_empty());
+        cfg.max_body_bytes = self.max_body_mb.saturating_mul(1024 * 1024);
+        cfg.queue_limit = self.queue_limit.max(1);
+        cfg.request_timeout = Duration::from_secs_f64(self.request_timeout.max(1.0));
+        cfg.drain_timeout = Duration::from_secs_f64(self.drain_timeout.max(0.0));
+        cfg.calibrated = self.calibrated;
+        cfg
+    }
+
+    fn settings(&self, python: &std::path::Path) -> Settings {
+        Settings {
+            split: self.split,
+            calibrated: self.calibrated,
+            min_time_limit: self.min_time_limit,
+            base_timeout: self.timeout,
+            limits: Limits {
+                memory_mb: self.memory_limit,
+                ..Limits::default()
+            },
+            runtime: pyenv::runtime_key(python),
+            tamper: self.tamper_policy,
+        }
+    }
+
+    /// The session's dataset (narrowed to --ids) and, for the full set, the hard subset's
+    /// ids so requests for `subset: hard` are checked against them.
+    fn catalog(&self) -> anyhow::Result<Catalog> {
+        let mut ds = self.dataset.spec().load()?;
+        let ids = bcb_dataset::parse_task_ids(&self.ids);
+        if !ids.is_empty() {
+            ds.retain_ids(&ids)?;
+        }
+        let hard = match ds.subset {
+            Subset::Hard => None,
+            Subset::Full if self.dataset.dataset.is_some() => None,
+            Subset::Full => {
+                let mut spec: DatasetSpec = self.dataset.spec();
+                spec.subset = Subset::Hard;
+                match spec.load() {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        tracing::warn!("hard subset not loaded ({e}): requests for subset hard will be refused");
+                        None
+                    }
+                }
+            }
+        };
+        Ok(Catalog::new(ds, hard.as_ref(), self.split))
+    }
+}
+
+/// Progress lines of the start-up ground-truth check only; requests are not a run to report.
+struct UntilReady {
+    progress: Option<ProgressSink>,
+}
+
+impl bcb_eval::Sink for UntilReady {
+    fn handle(&mut self, event: &bcb_eval::Event) -> anyhow::Result<()> {
+        if let Some(p) = self.progress.as_mut() {
+            p.handle(event)?;
+        }
+        if matches!(event, bcb_eval::Event::GroundTruthReady { .. }) {
+            self.progress = None;
+        }
+        Ok(())
+    }
+}
+
+/// Starts the warm session (ground truth first) and hands it to the server when ready.
+fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::warm::WarmVerdicts> {
+    let python = pyenv::resolve_python(args.python.as_deref())?;
+    let settings = args.settings(&python);
+    let ds = Arc::new(state.catalog.dataset().clone());
+    let spec = ExecutorSpec::Local(args.executor);
+    let executor: Arc<dyn bcb_execute::Executor> = Arc::from(
+        spec.build(ExecConfig {
+            python,
+            parallel: args.parallel(),
+            max_in_flight: args.max_in_flight,
+            limits: settings.limits.clone(),
+        })
+        .with_context(|| format!("cannot start the {spec} executor"))?,
+    );
+    let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
+    let cache = (!args.no_cache).then(|| {
+        Arc::new(VerdictCache::open(
+            &bcb_dataset::cache_dir(),
+            &settings,
+            &executor.protections().join(","),
+            args.cache_max_mb.saturating_mul(1024 * 1024),
+        ))
+    });
+    let mut sinks: Vec<Box<dyn bcb_eval::Sink + Send>> = vec![
+        Box::new(JournalSink::new(
+            &gt_cache.path,
+            gt_cache.header(),
+            &[bcb_eval::Phase::GroundTruth],
+            false,
+        )),
+        Box::new(UntilReady {
+            progress: Some(ProgressSink::new(ProgressMode::Auto {
+                interval: Duration::from_secs(30),
+            })),
+        }),
+    ];
+    if let Some(cache) = &cache {
+        // The server lives until it exits: the sink may borrow the cache for that long.
+        let cache: &'static VerdictCache = Box::leak(Box::new(cache.clone()));
+        sinks.push(Box::new(VerdictCacheSink::new(cache)));
+    }
+    let session = WarmSession::start(
+        ds,
+        executor,
+        settings,
+        &gt_cache,
+        sinks,
+        WarmOptions {
+            gt: GtMode::Use,
+            retry: RetryPolicy {
+                retries: args.exec_retries,
+                ..Default::default()
+            },
+            dedup: !args.no_dedup,
+            cache,
+        },
+    )?;
+    Ok(bcb_serve::warm::WarmVerdicts::new(session))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = args.config();
+    cfg.check()?;
+    let catalog = Arc::new(args.catalog()?);
+    if args.check {
+        println!(
+            "ok: {} tasks of {} {}, listen {}{}",
+            catalog.dataset().len(),
+            catalog.subset(),
+            catalog.version(),
+            cfg.listen,
+            if cfg.token.is_some() {
+                " (token set)"
+            } else {
+                ""
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let state = AppState::new(cfg.clone(), catalog);
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(cfg.listen))
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    eprintln!(
+        "bcb serve: listening on http://{} ({} tasks of {} {}); ready after the ground-truth check (GET /readyz)",
+        listener.local_addr()?,
+        state.catalog.dataset().len(),
+        state.catalog.subset(),
+        state.catalog.version()
+    );
+    let starter = {
+        let state = state.clone();
+        std::thread::Builder::new()
+            .name("bcb-serve-start".into())
+            .spawn(move || match start_session(&args, &state) {
+                Ok(engine) => {
+                    state.set_ready(Arc::new(engine));
+                    eprintln!("bcb serve: ready");
+                }
+                Err(e) => {
+                    eprintln!("error: the evaluation session failed to start: {e:#}");
+                    state.set_failed(format!("{e:#}"));
+                }
+            })?
+    };
+    let result = runtime.block_on(bcb_serve::serve(
+        listener,
+        state.clone(),
+        bcb_serve::shutdown_signal(state.clone()),
+    ));
+    drop(starter);
+    result?;
+    eprintln!("bcb serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}

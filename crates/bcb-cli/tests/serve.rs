@@ -1,0 +1,371 @@
+//! `bcb serve` end to end: the real binary, the real eval env and dataset, the real
+//! `sandbox-fusion` client from PyPI. Verdicts served equal `bcb evaluate`'s and the official
+//! results of the real samples; faults (a client killed mid-stream, SIGTERM under load, a
+//! tokenless non-loopback address) behave as documented.
+
+mod evalkit;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Hard tasks whose tests take milliseconds (shipped ground-truth timings).
+const TASKS: [&str; 6] = [
+    "BigCodeBench/592",
+    "BigCodeBench/720",
+    "BigCodeBench/800",
+    "BigCodeBench/854",
+    "BigCodeBench/313",
+    "BigCodeBench/765",
+];
+const WRONG: &str = "def task_func(*args, **kwargs):\n    return None\n";
+
+struct Server {
+    child: Child,
+    url: String,
+    log: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(env: &evalkit::Env, extra: &[&str]) -> Server {
+        let ids = TASKS.join(",");
+        let mut child = env
+            .bcb()
+            .args(["serve", "--listen", "127.0.0.1:0", "--subset", "hard"])
+            .args(["--ids", &ids, "--parallel", "2"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, log) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[serve] {line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut url = None;
+        let until = Instant::now() + Duration::from_secs(60);
+        while url.is_none() && Instant::now() < until {
+            let line = log
+                .recv_timeout(Duration::from_secs(60))
+                .expect("bcb serve says where it listens");
+            url = line
+                .split("listening on ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .map(str::to_string);
+        }
+        let s = Server {
+            child,
+            url: url.unwrap(),
+            log,
+        };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(600);
+        loop {
+            if let Ok(r) = reqwest::blocking::get(format!("{}/readyz", self.url)) {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            assert!(Instant::now() < until, "not ready after 600 s");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn evaluate(&self, samples: &[Value]) -> reqwest::blocking::Response {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/evaluate", self.url))
+            .json(&json!({ "samples": samples }))
+            .send()
+            .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Canonical solution and a wrong answer of every task, as samples rows.
+fn samples(env: &evalkit::Env) -> Vec<Value> {
+    TASKS
+        .iter()
+        .flat_map(|id| {
+            let t = env.task(id);
+            let canonical = format!(
+                "{}{}",
+                t["code_prompt"].as_str().unwrap(),
+                t["canonical_solution"].as_str().unwrap()
+            );
+            [
+                json!({"task_id": id, "solution": canonical}),
+                json!({"task_id": id, "solution": WRONG}),
+            ]
+        })
+        .collect()
+}
+
+/// Statuses `bcb evaluate` gives the same rows.
+fn evaluate_statuses(env: &evalkit::Env, rows: &[Value]) -> Vec<String> {
+    let path = env.path("s--bigcodebench-hard-complete--x.jsonl");
+    evalkit::write_jsonl(&path, rows);
+    let ids = TASKS.join(",");
+    let out = env.run(&[
+        "evaluate",
+        "--samples",
+        path.to_str().unwrap(),
+        "--ids",
+        &ids,
+        "--parallel",
+        "2",
+        "--no-cache",
+        "--no-dedup",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let results =
+        evalkit::read_json(&env.path("s--bigcodebench-hard-complete--x_eval_results.json"));
+    // Rows of each task in file order (completion_id), as the samples file lists them.
+    rows.iter()
+        .scan(
+            std::collections::HashMap::<String, usize>::new(),
+            |seen, r| {
+                let id = r["task_id"].as_str().unwrap().to_string();
+                let n = seen.entry(id.clone()).or_default();
+                let status = results["eval"][&id][*n]["status"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                *n += 1;
+                Some(status)
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn served_verdicts_equal_bcb_evaluate_and_the_sandbox_fusion_client_agrees() {
+    let Some(env) = evalkit::env() else { return };
+    let server = Server::start(&env, &[]);
+    let rows = samples(&env);
+    let res = server.evaluate(&rows);
+    assert_eq!(res.status(), 200);
+    let v: Value = res.json().unwrap();
+    let served: Vec<String> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect();
+    let expected = evaluate_statuses(&env, &rows);
+    assert_eq!(served, expected);
+    assert!(served.iter().step_by(2).all(|s| s == "pass"), "{served:?}");
+    let first = &v["results"][0];
+    assert!(first["tests_total"].as_u64().unwrap() > 0);
+    assert_eq!(first["tests_passed"], first["tests_total"]);
+    assert!(first["test_secs"].is_number());
+
+    // The real answers of two models for these tasks, against the official verdicts.
+    for model in [
+        "NousResearch--Hermes-2-Theta-Llama-3-8B",
+        "microsoft--Phi-4-multimodal-instruct",
+    ] {
+        let stem = format!("{model}--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated");
+        let dir = env.dataset_dir.join("../real-samples");
+        let read_gz = |name: String| {
+            use std::io::Read;
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(dir.join(name)).unwrap())
+                .read_to_string(&mut text)
+                .unwrap();
+            text
+        };
+        let real: Vec<Value> = read_gz(format!("{stem}.jsonl.gz"))
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| TASKS.contains(&r["task_id"].as_str().unwrap()))
+            .map(|r| json!({"task_id": r["task_id"], "solution": r["solution"]}))
+            .collect();
+        let official: Value =
+            serde_json::from_str(&read_gz(format!("{stem}_eval_results.json.gz"))).unwrap();
+        let v: Value = server.evaluate(&real).json().unwrap();
+        for (row, r) in real.iter().zip(v["results"].as_array().unwrap()) {
+            let id = row["task_id"].as_str().unwrap();
+            assert_eq!(
+                r["status"], official["eval"][id][0]["status"],
+                "{model} {id}"
+            );
+        }
+    }
+
+    // The sandbox-fusion client from PyPI: submit (a completion continuing the prompt, and
+    // a chat answer) and the dataset endpoints.
+    let Some(client) = bcb_testkit::serve_client_python() else {
+        return;
+    };
+    let script = r#"
+import json, sys
+from sandbox_fusion import set_endpoint, submit, get_prompts, SubmitRequest, GetPromptsRequest, TestConfig
+set_endpoint(sys.argv[1])
+tasks = json.loads(sys.argv[2])
+out = {"prompts": len(get_prompts(GetPromptsRequest(dataset="bigcodebench", config=TestConfig())))}
+res = []
+for t in tasks:
+    ok = submit(SubmitRequest(dataset="bigcodebench", id=t["task_id"], completion=t["canonical_solution"], config=TestConfig()))
+    chat = "Sure:\n```python\n" + t["code_prompt"] + t["canonical_solution"] + "\n```\n"
+    ok_chat = submit(SubmitRequest(dataset="bigcodebench", id=t["task_id"], completion=chat, config=TestConfig(extra={"is_freeform": True})))
+    bad = submit(SubmitRequest(dataset="bigcodebench", id=t["task_id"], completion="    return None\n", config=TestConfig(provided_data={"task_id": t["task_id"], "test": t["test"]})))
+    res.append([ok.accepted, ok_chat.accepted, bad.accepted, bad.tests[0].exec_info.run_result.status])
+out["submits"] = res
+print(json.dumps(out))
+"#;
+    let tasks: Vec<Value> = TASKS.iter().map(|id| env.task(id)).collect();
+    let out = Command::new(client)
+        .args([
+            "-c",
+            script,
+            &server.url,
+            &serde_json::to_string(&tasks).unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["prompts"], TASKS.len());
+    for r in v["submits"].as_array().unwrap() {
+        assert_eq!(r, &json!([true, true, false, "Finished"]));
+    }
+
+    // OpenRLHF's remote reward model shape.
+    let t = env.task(TASKS[0]);
+    let answer = format!(
+        "```python\n{}{}\n```",
+        t["code_prompt"].as_str().unwrap(),
+        t["canonical_solution"].as_str().unwrap()
+    );
+    let v: Value = reqwest::blocking::Client::new()
+        .post(format!("{}/openrlhf", server.url))
+        .json(&json!({"query": [format!("P{answer}"), "Pnothing"], "prompts": ["P", "P"], "labels": [TASKS[0], TASKS[0]]}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(v["rewards"], json!([1.0, 0.0]), "{v}");
+    assert!(v["scores"].is_array() && v["extra_logs"].is_object());
+}
+
+#[test]
+fn faults_client_killed_mid_stream_and_sigterm_under_load() {
+    let Some(env) = evalkit::env() else { return };
+    let mut server = Server::start(&env, &["--no-cache", "--no-dedup"]);
+    let rows = samples(&env);
+    // A client that reads one streamed verdict and goes away: its other jobs are cancelled,
+    // the server stays healthy and answers the next request in full.
+    let many: Vec<Value> = (0..8).flat_map(|_| rows.clone()).collect();
+    {
+        let mut res = reqwest::blocking::Client::new()
+            .post(format!("{}/v1/evaluate", server.url))
+            .header("accept", "application/x-ndjson")
+            .json(&json!({ "samples": many }))
+            .send()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(&mut res).read_line(&mut first).unwrap();
+        assert!(first.contains("\"status\""), "{first}");
+    }
+    let until = Instant::now() + Duration::from_secs(60);
+    let cancelled = loop {
+        let m = reqwest::blocking::get(format!("{}/metrics", server.url))
+            .unwrap()
+            .text()
+            .unwrap();
+        let n: u64 = m
+            .lines()
+            .find_map(|l| l.strip_prefix("bcb_cancelled_samples_total "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let outstanding: f64 = m
+            .lines()
+            .find_map(|l| l.strip_prefix("bcb_outstanding_samples "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        if outstanding == 0.0 || Instant::now() > until {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        cancelled > 0,
+        "the dropped client's queued jobs were cancelled"
+    );
+    let res = server.evaluate(&rows);
+    assert_eq!(res.status(), 200);
+
+    // SIGTERM under load: the admitted request finishes in full, the process exits 0.
+    let url = server.url.clone();
+    let load = rows.clone();
+    let inflight = std::thread::spawn(move || {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap()
+            .post(format!("{url}/v1/evaluate"))
+            .json(&json!({ "samples": load }))
+            .send()
+            .unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(100));
+    // New requests during the drain: 503 (or refused once the server has closed).
+    if let Ok(r) = reqwest::blocking::Client::new()
+        .post(format!("{}/v1/evaluate", server.url))
+        .json(&json!({ "samples": [rows[0]] }))
+        .send()
+    {
+        assert_eq!(r.status(), 503);
+    }
+    let done = inflight.join().unwrap();
+    assert_eq!(done.status(), 200, "nothing admitted is lost");
+    let v: Value = done.json().unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), rows.len());
+    let status = server.child.wait().unwrap();
+    assert!(
+        status.success(),
+        "bcb serve exits 0 after draining: {status}"
+    );
+    while server.log.try_recv().is_ok() {}
+}
+
+#[test]
+fn a_tokenless_non_loopback_listen_address_refuses_to_start() {
+    let Some(env) = evalkit::env() else { return };
+    let out = env
+        .bcb()
+        .env_remove("BCB_SERVE_TOKEN")
+        .args(["serve", "--listen", "0.0.0.0:0", "--subset", "hard"])
+        .output()
+        .unwrap();
+    let err = evalkit::stderr(&out);
+    assert!(!out.status.success() && err.contains("--token"), "{err}");
+}

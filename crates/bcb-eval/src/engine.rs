@@ -1,0 +1,384 @@
+//! The engine: ONE executor serving a fair queue of submissions for as long as the engine is
+//! open, so its workers stay warm between phases and between submitters.
+//!
+//! A group is one submitter (a batch phase, or one client's submission with its retries);
+//! [`Engine::enqueue`] adds a pass of jobs to a group and returns a [`Pass`] that yields each
+//! job's result as it finishes and ends when every job of the pass was delivered or dropped
+//! (cancelled, or the executor stopped). Groups take turns: the executor's next free slot
+//! gets the next job of the next group in round-robin order, so one group of 1,000 jobs does
+//! not starve a later one of 1; within a group, jobs keep the order given (longest first).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bcb_execute::intake::{promote_task, Bell};
+use bcb_execute::{ExecError, Executor, Job, JobSource, Outcome, Peek, Ticket};
+
+/// One job's result, for the pass that enqueued it.
+pub(crate) struct Delivery {
+    /// Index of the job in its pass.
+    pub index: usize,
+    pub job: Job,
+    pub result: Result<Outcome, ExecError>,
+}
+
+/// Where a job's result goes.
+struct Route {
+    index: usize,
+    tx: Sender<Delivery>,
+}
+
+struct Entry {
+    ticket: Ticket,
+    job: Job,
+    route: Route,
+}
+
+#[derive(Default)]
+struct State {
+    /// Groups with queued jobs, in turn order: the front one gives the next job.
+    turns: VecDeque<u64>,
+    queues: HashMap<u64, VecDeque<Entry>>,
+    in_flight: HashMap<Ticket, (u64, Route)>,
+    /// Per group: (errors in a row with no verdict between, the limit that trips it).
+    breakers: HashMap<u64, (usize, usize)>,
+    cancelled: HashSet<u64>,
+    next_ticket: u64,
+    next_group: u64,
+    closed: bool,
+    /// The executor returned (with this error, if any): nothing runs any more.
+    stopped: Option<Option<ExecError>>,
+}
+
+impl State {
+    fn queued(&self) -> usize {
+        self.queues.values().map(VecDeque::len).sum()
+    }
+}
+
+/// Counts for metrics, at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Jobs waiting for a slot (all submissions).
+    pub queued: usize,
+    /// Jobs running now.
+    pub in_flight: usize,
+    /// Submissions with queued jobs.
+    pub waiting_groups: usize,
+}
+
+/// The shared queue and routing table; the executor pulls from it as a [`JobSource`].
+#[derive(Default)]
+pub(crate) struct Engine {
+    state: Mutex<State>,
+    bell: Bell,
+}
+
+/// A pass of jobs in flight: iterate to get each job's result as it finishes; the iterator
+/// ends once every job was delivered or dropped.
+pub(crate) struct Pass {
+    pub rx: Receiver<Delivery>,
+}
+
+impl Engine {
+    pub fn new() -> Arc<Engine> {
+        Arc::new(Engine::default())
+    }
+
+    /// A new submitter: its own turn in the round-robin.
+    pub fn group(&self) -> u64 {
+        let mut s = self.state.lock().unwrap();
+        s.next_group += 1;
+        s.next_group
+    }
+
+    /// Queues `jobs` (in their order) for `group`. A closed or stopped engine, or a
+    /// cancelled group, takes nothing: the pass ends at once with nothing delivered.
+    ///
+    /// The breaker: a fatal error, or `breaker` errors in a row with no verdict between
+    /// (the executor is broken, not a job), drops the group's queued jobs at once — decided
+    /// on the executor's thread as it reports, so no further job of the group starts.
+    pub fn enqueue(&self, group: u64, jobs: Vec<Job>, breaker: usize) -> Pass {
+        let (tx, rx) = channel();
+        let len = jobs.len();
+        {
+            let mut s = self.state.lock().unwrap();
+            if !(s.closed || s.stopped.is_some() || s.cancelled.contains(&group)) && len > 0 {
+                let mut entries = Vec::with_capacity(len);
+                for (index, job) in jobs.into_iter().enumerate() {
+                    s.next_ticket += 1;
+                    entries.push(Entry {
+                        ticket: Ticket(s.next_ticket),
+                        job,
+                        route: Route {
+                            index,
+                            tx: tx.clone(),
+                        },
+                    });
+                }
+                s.breakers.insert(group, (0, breaker.max(1)));
+                let queue = s.queues.entry(group).or_default();
+                let was_empty = queue.is_empty();
+                queue.extend(entries);
+                if was_empty {
+                    s.turns.push_back(group);
+                }
+            }
+        }
+        drop(tx);
+        self.bell.ring();
+        Pass { rx }
+    }
+
+    /// Drops `group`'s queued jobs (running ones finish and are delivered); returns how many.
+    pub fn cancel_queued(&self, group: u64) -> usize {
+        let mut s = self.state.lock().unwrap();
+        s.turns.retain(|g| *g != group);
+        s.queues.remove(&group).map_or(0, |q| q.len())
+    }
+
+    /// Cancels `group` for good: queued jobs are dropped and later passes take nothing.
+    pub fn cancel(&self, group: u64) -> usize {
+        self.state.lock().unwrap().cancelled.insert(group);
+        self.cancel_queued(group)
+    }
+
+    pub fn is_cancelled(&self, group: u64) -> bool {
+        self.state.lock().unwrap().cancelled.contains(&group)
+    }
+
+    /// Forgets a finished group (its id is never reused).
+    pub fn forget(&self, group: u64) {
+        let mut s = self.state.lock().unwrap();
+        s.cancelled.remove(&group);
+        s.breakers.remove(&group);
+        s.turns.retain(|g| *g != group);
+        s.queues.remove(&group);
+    }
+
+    /// No new work: the executor returns once the queue is drained and running jobs finished.
+    pub fn close(&self) {
+        self.state.lock().unwrap().closed = true;
+        self.bell.ring();
+    }
+
+    /// Drops every queued job and closes: running jobs finish, nothing else starts.
+    pub fn abort(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.turns.clear();
+        s.queues.clear();
+        s.closed = true;
+        drop(s);
+        self.bell.ring();
+    }
+
+    /// Runs `f` with `executor` serving a fresh engine on a scoped thread; afterwards the
+    /// engine is closed (aborted if `f` failed) and the executor has returned.
+    pub fn scoped<R, E>(
+        executor: &dyn Executor,
+        f: impl FnOnce(&Engine) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let engine = Engine::default();
+        std::thread::scope(|s| {
+            let server = s.spawn(|| engine.serve(executor));
+            let result = f(&engine);
+            match &result {
+                Ok(_) => engine.close(),
+                Err(_) => engine.abort(),
+            }
+            if let Ok(Err(e)) = server.join() {
+                tracing::debug!("executor stopped: {e}");
+            }
+            result
+        })
+    }
+
+    /// Whether new passes are taken (not closed, the executor still serving).
+    pub fn accepting(&self) -> bool {
+        let s = self.state.lock().unwrap();
+        !s.closed && s.stopped.is_none()
+    }
+
+    /// Why the executor stopped, once it did (`Some(None)`: it returned without error).
+    pub fn stopped(&self) -> Option<Option<ExecError>> {
+        self.state.lock().unwrap().stopped.clone()
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        let s = self.state.lock().unwrap();
+        EngineStats {
+            queued: s.queued(),
+            in_flight: s.in_flight.len(),
+            waiting_groups: s.turns.len(),
+        }
+    }
+
+    /// Runs `executor` on this engine's queue until [`Engine::close`] (then drained); call it
+    /// on the thread that owns the executor's lifetime. Afterwards every pass still waiting
+    /// ends (its undelivered jobs count as unreported).
+    pub fn serve(&self, executor: &dyn Executor) -> Result<(), ExecError> {
+        // The executor starts (and warms its workers) with the first job, not before: a run
+        // that finds everything journaled or cached starts nothing.
+        loop {
+            let s = self.state.lock().unwrap();
+            if !s.turns.is_empty() {
+                break;
+            }
+            if s.closed {
+                drop(s);
+                self.state.lock().unwrap().stopped = Some(None);
+                return Ok(());
+            }
+            drop(s);
+            self.bell.wait(Duration::from_secs(1));
+        }
+        let result = executor.serve(self, &|ticket, job, result| {
+            self.deliver(ticket, job, result)
+        });
+        let mut s = self.state.lock().unwrap();
+        s.stopped = Some(result.as_ref().err().cloned());
+        s.turns.clear();
+        s.queues.clear();
+        s.in_flight.clear();
+        drop(s);
+        result
+    }
+
+    fn deliver(&self, ticket: Ticket, job: Job, result: Result<Outcome, ExecError>) {
+        let route = {
+            let mut s = self.state.lock().unwrap();
+            let route = s.in_flight.remove(&ticket);
+            if let Some((group, _)) = &route {
+                let group = *group;
+                if let Some((errors, limit)) = s.breakers.get_mut(&group) {
+                    let trip = match &result {
+                        Ok(_) => {
+                            *errors = 0;
+                            false
+                        }
+                        Err(e) => {
+                            *errors += 1;
+                            !e.is_transient() || *errors >= *limit
+                        }
+                    };
+                    if trip {
+                        s.turns.retain(|g| *g != group);
+                        s.queues.remove(&group);
+                    }
+                }
+            }
+            route
+        };
+        if let Some((_, route)) = route {
+            // A pass nobody listens to any more (its submitter went away) drops it.
+            let _ = route.tx.send(Delivery {
+                index: route.index,
+                job,
+                result,
+            });
+        }
+    }
+}
+
+impl JobSource for Engine {
+    fn peek(&self) -> Peek {
+        let s = self.state.lock().unwrap();
+        let front = s
+            .turns
+            .front()
+            .and_then(|g| s.queues.get(g))
+            .and_then(|q| q.front());
+        match front {
+            Some(e) => Peek::Ready(e.job.task_id().to_string()),
+            None if s.closed => Peek::Closed,
+            None => Peek::Idle,
+        }
+    }
+
+    fn pull(&self) -> Option<(Ticket, Job)> {
+        let mut s = self.state.lock().unwrap();
+        let group = s.turns.pop_front()?;
+        let queue = s.queues.get_mut(&group)?;
+        let entry = queue.pop_front()?;
+        if queue.is_empty() {
+            s.queues.remove(&group);
+        } else {
+            s.turns.push_back(group); // next time, the next group's turn
+        }
+        s.in_flight.insert(entry.ticket, (group, entry.route));
+        Some((entry.ticket, entry.job))
+    }
+
+    fn promote(&self, task: &str) -> usize {
+        let mut s = self.state.lock().unwrap();
+        s.queues
+            .values_mut()
+            .map(|q| promote_task(q, task, |e| e.job.task_id()))
+            .sum()
+    }
+
+    fn wait(&self, timeout: Duration) {
+        self.bell.wait(timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bcb_execute::{JobId, Program};
+
+    fn job(task: &str, i: usize) -> Job {
+        Job {
+            id: JobId::new(task, Program::Sample(i), task),
+            code: String::new(),
+            test: String::new(),
+            entry_point: "task_func".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+        }
+    }
+
+    fn pulled(e: &Engine, n: usize) -> Vec<String> {
+        (0..n)
+            .filter_map(|_| e.pull())
+            .map(|(_, j)| j.id.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn groups_take_turns_and_a_later_single_job_is_not_starved() {
+        let e = Engine::new();
+        let (a, b) = (e.group(), e.group());
+        let _pa = e.enqueue(a, (0..1000).map(|i| job("BigCodeBench/1", i)).collect(), 4);
+        assert_eq!(pulled(&e, 2).len(), 2);
+        let _pb = e.enqueue(b, vec![job("BigCodeBench/2", 0)], 4);
+        let next = pulled(&e, 2);
+        assert!(
+            next.iter().any(|j| j.starts_with("BigCodeBench/2")),
+            "{next:?}"
+        );
+        assert_eq!(e.stats().in_flight, 4);
+    }
+
+    #[test]
+    fn a_cancelled_group_loses_its_queue_and_its_pass_ends() {
+        let e = Engine::new();
+        let g = e.group();
+        let pass = e.enqueue(g, vec![job("t", 0), job("t", 1), job("t", 2)], 4);
+        let (t, j) = e.pull().unwrap();
+        assert_eq!(e.cancel(g), 2);
+        assert_eq!(e.peek(), Peek::Idle);
+        e.deliver(
+            t,
+            j,
+            Ok(Outcome::new(bcb_execute::Status::Pass, Default::default())),
+        );
+        let got: Vec<usize> = pass.rx.iter().map(|d| d.index).collect();
+        assert_eq!(got, [0], "the running job is delivered, then the pass ends");
+        assert_eq!(e.enqueue(g, vec![job("t", 3)], 4).rx.iter().count(), 0);
+        e.close();
+        assert_eq!(e.peek(), Peek::Closed);
+    }
+}

@@ -1,0 +1,119 @@
+//! The warm session on the real pool executor and the real eval interpreter: two submitters
+//! interleave on one worker, a dropped submission's queued jobs never run, and the pool's
+//! warm interpreters are started once for the session, not per submission.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bcb_eval::WarmOptions;
+use bcb_eval::{GtCache, SubmitOptions, SubmitSample, WarmSession};
+use bcb_execute::{ExecConfig, Executor, Limits, PoolExecutor};
+use bcb_samples::SampleBody;
+
+/// A sample of `task` that sleeps `secs` at import, then passes.
+fn sleeper(task: usize, tag: usize, secs: f64) -> SubmitSample {
+    SubmitSample {
+        task_id: format!("BigCodeBench/{task}"),
+        body: SampleBody::Solution(format!(
+            "import time\ntime.sleep({secs})\nTAG = {tag}\ndef task_func():\n    return 0\n"
+        )),
+    }
+}
+
+#[test]
+fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
+    let Some(python) = bcb_testkit::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ds = Arc::new(common::dataset(dir.path()));
+    let settings = common::settings();
+    let cache = GtCache::new(dir.path(), &ds, &settings);
+    // One worker and nothing beside it, so the order of jobs is the order they were taken.
+    let pool = Arc::new(
+        PoolExecutor::new(ExecConfig {
+            python,
+            parallel: 1,
+            max_in_flight: 1,
+            limits: Limits {
+                memory_mb: 1024,
+                max_processes: 64,
+                ..Limits::default()
+            },
+        })
+        .unwrap(),
+    );
+    let executor: Arc<dyn Executor> = pool.clone();
+    let session = WarmSession::start(
+        ds,
+        executor,
+        settings,
+        &cache,
+        Vec::new(),
+        WarmOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(session.ground_truth().pass_rate(["BigCodeBench/0"]), 1.0);
+    let warm_slots = pool.slots_started();
+    assert!(warm_slots >= 1);
+
+    // A submission of 6 slow samples, then one of a single sample: the single one is taken
+    // on the worker's next turn, not after all six.
+    let big = session
+        .submit(
+            (0..6).map(|i| sleeper(0, i, 0.3)).collect(),
+            SubmitOptions::default(),
+        )
+        .unwrap();
+    let small = session
+        .submit(vec![sleeper(2, 0, 0.0)], SubmitOptions::default())
+        .unwrap();
+    let start = Instant::now();
+    let big_done = std::thread::spawn(move || {
+        big.map(|(i, r)| (i, r.unwrap().status, start.elapsed()))
+            .collect::<Vec<_>>()
+    });
+    let small_done: Vec<_> = small.collect();
+    let small_at = start.elapsed();
+    let big_done = big_done.join().unwrap();
+    assert_eq!(small_done.len(), 1);
+    assert!(small_done[0].1.as_ref().unwrap().status.is_pass());
+    assert_eq!(big_done.len(), 6);
+    assert!(big_done.iter().all(|(_, s, _)| s.is_pass()), "{big_done:?}");
+    let big_before = big_done.iter().filter(|(_, _, t)| *t < small_at).count();
+    assert!(
+        big_before <= 2,
+        "{big_before} of the big submission's samples finished before the single one"
+    );
+
+    // Dropping a submission cancels what it has queued; the session goes on.
+    let executed = session.stats().executed;
+    let mut dropped = session
+        .submit(
+            (0..6).map(|i| sleeper(1, 100 + i, 0.3)).collect(),
+            SubmitOptions::default(),
+        )
+        .unwrap();
+    assert!(dropped.next().is_some());
+    drop(dropped);
+    let after = session
+        .submit(vec![sleeper(2, 1, 0.0)], SubmitOptions::default())
+        .unwrap();
+    assert_eq!(after.count(), 1);
+    std::thread::sleep(Duration::from_millis(700));
+    let ran = session.stats().executed - executed;
+    assert!(
+        ran <= 3,
+        "{ran} jobs ran: the dropped submission's queue was not cancelled"
+    );
+    assert_eq!(session.stats().queued, 0);
+
+    assert_eq!(
+        pool.slots_started(),
+        warm_slots,
+        "the pool's interpreters were started again between submissions"
+    );
+    session.close();
+}

@@ -1,0 +1,94 @@
+//! What the HTTP side needs from the evaluation engine: submit samples, hear verdicts in
+//! completion order, cancel by dropping, read queue statistics. The one implementation used by
+//! `bcb serve` wraps bcb-eval's long-lived warm session (`warm.rs`); the server never calls an
+//! executor itself.
+
+use std::time::Duration;
+
+use bcb_eval::Origin;
+use bcb_execute::{ExecError, Outcome};
+
+/// The code of one sample, as the samples files carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Code {
+    /// A whole program (`solution`).
+    Solution(String),
+    /// Continues the task's `complete_prompt` (`completion`), as upstream joins it.
+    Completion(String),
+}
+
+/// One sample of a submission.
+#[derive(Debug, Clone)]
+pub struct SubmitSample {
+    pub task_id: String,
+    pub code: Code,
+}
+
+/// Per-submission options that change a verdict.
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitOptions {
+    /// Execute `code_prompt + "\n    pass\n" + solution` (upstream default).
+    pub calibrated: bool,
+}
+
+/// A verdict and where it came from (executed, dedup, verdict cache, tamper refusal), when
+/// the engine says.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    pub origin: Option<Origin>,
+}
+
+/// What a submission says next.
+#[derive(Debug)]
+pub enum Next {
+    /// The sample at this index of the submission is done (or got no verdict).
+    Item(usize, Result<Verdict, ExecError>),
+    /// Nothing finished within the wait.
+    Pending,
+    /// Every sample has been reported.
+    Done,
+}
+
+/// Verdicts of one submission, in completion order. Dropping it cancels the jobs not started.
+pub trait Submission: Send {
+    fn next_timeout(&mut self, wait: Duration) -> Next;
+}
+
+/// Why a submission was refused before anything ran.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("unknown task id(s): {}", .0.join(", "))]
+    UnknownTasks(Vec<String>),
+    #[error("the session is closed (shutting down)")]
+    Closed,
+    #[error("{message}")]
+    Other { message: String, hint: String },
+}
+
+/// Queue statistics for `/metrics`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    /// Jobs waiting for a worker.
+    pub queued: usize,
+    /// Jobs running.
+    pub in_flight: usize,
+    /// Verdicts served from the verdict cache since start.
+    pub cache_hits: u64,
+    /// Verdicts shared by dedup since start.
+    pub dedup_hits: u64,
+}
+
+/// The engine behind the server.
+pub trait Verdicts: Send + Sync {
+    fn submit(
+        &self,
+        samples: Vec<SubmitSample>,
+        opts: SubmitOptions,
+    ) -> Result<Box<dyn Submission>, SubmitError>;
+
+    fn stats(&self) -> Stats;
+
+    /// Stops accepting submissions; running jobs finish.
+    fn close(&self);
+}

@@ -1,0 +1,311 @@
+//! The bridge from async handlers to the engine's blocking submission: admission against the
+//! bounded queue, one blocking thread per submission forwarding verdicts in completion order,
+//! cancellation when the client goes away (the receiver is dropped) or the deadline passes.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bcb_eval::Origin;
+use bcb_execute::{ExecError, Status};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::backend::{Next, SubmitError, SubmitOptions, SubmitSample, Verdict};
+use crate::error::ApiError;
+use crate::metrics::VerdictKind;
+use crate::AppState;
+
+/// One sample's answer in the native API.
+#[derive(Debug, Clone, Serialize)]
+pub struct SampleResult {
+    /// Position of the sample in the request.
+    pub index: usize,
+    pub task_id: String,
+    pub status: Status,
+    /// Upstream's details: failing test -> traceback, or `ALL` -> module error.
+    pub details: bcb_execute::Details,
+    /// 1.0 for `pass`, else 0.0 (BigCodeBench scores a task by its whole suite).
+    pub reward: f64,
+    pub tests_passed: usize,
+    pub tests_total: usize,
+    /// `cached`, `duplicate` (dedup), `tamper_refused`, and the kind of the executor's remark
+    /// (`killed_at_deadline`, `killed_by_memory_limit`, `early_exit`, ...) when any.
+    pub flags: Vec<String>,
+    pub test_secs: Option<f64>,
+    pub cpu_secs: Option<f64>,
+}
+
+/// What a submission stream carries.
+#[derive(Debug)]
+pub enum Item {
+    Verdict(SampleResult),
+    /// The sample got no verdict: an executor fault (never a verdict).
+    Fault {
+        index: usize,
+        task_id: String,
+        error: ExecError,
+    },
+    /// The request's deadline passed; the rest is cancelled.
+    Deadline {
+        missing: usize,
+    },
+}
+
+/// Releases admitted samples from the bounded queue as they are answered or dropped.
+struct Admission {
+    state: Arc<AppState>,
+    held: usize,
+}
+
+impl Admission {
+    fn take(state: &Arc<AppState>, n: usize) -> Result<Admission, ApiError> {
+        let limit = state.cfg.queue_limit;
+        if n > limit {
+            return Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!("{n} samples in one request; this server admits at most {limit} at once"),
+            )
+            .hint("split the request into smaller ones"));
+        }
+        let res = state
+            .outstanding
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |cur| {
+                (cur + n <= limit).then_some(cur + n)
+            });
+        match res {
+            Ok(_) => Ok(Admission {
+                state: state.clone(),
+                held: n,
+            }),
+            Err(cur) => {
+                state.metrics.busy();
+                // A rough wait: the queue drains at about the workers' rate; say 1-30 s.
+                let wait = (cur / 64).clamp(1, 30) as u64;
+                let mut e = ApiError::new(
+                    axum::http::StatusCode::TOO_MANY_REQUESTS,
+                    format!("queue full: {cur} samples waiting (limit {limit})"),
+                )
+                .hint("retry after the Retry-After seconds, or send to another replica");
+                e.retry_after = Some(wait);
+                Err(e)
+            }
+        }
+    }
+
+    fn release(&mut self, n: usize) {
+        let n = n.min(self.held);
+        self.held -= n;
+        self.state.outstanding.fetch_sub(n, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        let n = self.held;
+        self.release(n);
+    }
+}
+
+/// Submits `samples` and returns a channel of their answers in completion order. Errors
+/// (not ready, draining, queue full, refused submission) come before anything runs.
+pub async fn start(
+    state: &Arc<AppState>,
+    samples: Vec<SubmitSample>,
+    opts: SubmitOptions,
+    deadline: Duration,
+) -> Result<mpsc::Receiver<Item>, ApiError> {
+    let engine = state.engine()?.clone();
+    let n = samples.len();
+    let mut admission = Admission::take(state, n)?;
+    let task_ids: Vec<String> = samples.iter().map(|s| s.task_id.clone()).collect();
+    let ids_for_error = task_ids.clone();
+    let (tx, rx) = mpsc::channel(n.max(1));
+    let state2 = state.clone();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let mut sub = match engine.submit(samples, opts) {
+            Ok(sub) => {
+                let _ = ready_tx.send(Ok(()));
+                sub
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        let mut left = n;
+        while left > 0 {
+            if tx.is_closed() {
+                state2.metrics.cancelled(left);
+                tracing::debug!(left, "client went away: cancelling its jobs");
+                break;
+            }
+            if started.elapsed() >= deadline {
+                state2.metrics.cancelled(left);
+                let _ = tx.blocking_send(Item::Deadline { missing: left });
+                break;
+            }
+            let (index, result) = match sub.next_timeout(Duration::from_millis(25)) {
+                Next::Pending => continue,
+                Next::Done => break,
+                Next::Item(i, r) => (i, r),
+            };
+            left = left.saturating_sub(1);
+            admission.release(1);
+            let task_id = task_ids.get(index).cloned().unwrap_or_default();
+            let secs = started.elapsed().as_secs_f64();
+            let item = match result {
+                Ok(v) => {
+                    let r = answer(&state2, index, task_id, v);
+                    state2.metrics.sample(secs, kind(r.status));
+                    Item::Verdict(r)
+                }
+                Err(error) => {
+                    state2.metrics.sample(secs, VerdictKind::Error);
+                    Item::Fault {
+                        index,
+                        task_id,
+                        error,
+                    }
+                }
+            };
+            if tx.blocking_send(item).is_err() {
+                state2.metrics.cancelled(left);
+                break;
+            }
+        }
+        drop(sub);
+        admission.release(left);
+    });
+    match ready_rx.await {
+        Ok(Ok(())) => Ok(rx),
+        Ok(Err(SubmitError::UnknownTasks(ids))) => Err(ApiError::bad_request(format!(
+            "unknown task id(s): {}",
+            ids.join(", ")
+        ))
+        .with_task_ids(ids)),
+        Ok(Err(SubmitError::Closed)) => {
+            Err(ApiError::unavailable("the server is shutting down", 1)
+                .hint("send the request to another replica"))
+        }
+        Ok(Err(SubmitError::Other { message, hint })) => Err(ApiError::unavailable(message, 5)
+            .hint(hint)
+            .with_task_ids(ids_for_error)),
+        Err(_) => Err(ApiError::unavailable("the submission thread stopped", 1)),
+    }
+}
+
+fn kind(s: Status) -> VerdictKind {
+    match s {
+        Status::Pass => VerdictKind::Pass,
+        Status::Fail => VerdictKind::Fail,
+        Status::Timeout => VerdictKind::Timeout,
+    }
+}
+
+/// A verdict in the native API's shape. `tests_passed` is derived: the harness reports the
+/// failing tests only, so it is `tests_total` minus the failures named in the details, and 0
+/// when the module itself failed or the suite timed out.
+fn answer(state: &AppState, index: usize, task_id: String, v: Verdict) -> SampleResult {
+    let o = v.outcome;
+    let total = state.catalog.tests_total(&task_id);
+    let passed = match o.status {
+        Status::Pass => total,
+        Status::Timeout => 0,
+        Status::Fail if o.details.module_error().is_some() => 0,
+        Status::Fail => total.saturating_sub(o.details.tests().count()),
+    };
+    let mut flags = Vec::new();
+    match v.origin {
+        Some(Origin::Cached) => {
+            state.metrics.cache_hit();
+            flags.push("cached".to_string());
+        }
+        Some(Origin::Duplicate) => {
+            state.metrics.dedup_hit();
+            flags.push("duplicate".to_string());
+        }
+        Some(Origin::Refused) => flags.push("tamper_refused".to_string()),
+        Some(Origin::Executed) => {}
+        None => {
+            let refused = o
+                .details
+                .module_error()
+                .is_some_and(|e| e.starts_with("bcb: refused by the tamper scan"));
+            if refused {
+                flags.push("tamper_refused".to_string());
+            }
+        }
+    }
+    // The executor's remark (killed at the deadline, memory limit, early exit...) by its kind.
+    if let Some(kind) = o
+        .remark
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+    {
+        flags.push(kind);
+    }
+    SampleResult {
+        index,
+        task_id,
+        status: o.status,
+        reward: if o.status.is_pass() { 1.0 } else { 0.0 },
+        details: o.details,
+        tests_passed: passed,
+        tests_total: total,
+        flags,
+        test_secs: o.test_secs,
+        cpu_secs: o.cpu_secs,
+    }
+}
+
+/// Every answer of a submission, in request order; an executor fault or the deadline ends it
+/// with an error (the remaining jobs are cancelled when the receiver is dropped).
+pub async fn collect(
+    mut rx: mpsc::Receiver<Item>,
+    n: usize,
+) -> Result<Vec<SampleResult>, ApiError> {
+    let mut out: Vec<Option<SampleResult>> = vec![None; n];
+    while let Some(item) = rx.recv().await {
+        match item {
+            Item::Verdict(r) => {
+                let i = r.index;
+                if i < n {
+                    out[i] = Some(r);
+                }
+            }
+            Item::Fault { task_id, error, .. } => return Err(fault(task_id, &error)),
+            Item::Deadline { missing } => return Err(deadline(missing)),
+        }
+    }
+    let missing = out.iter().filter(|r| r.is_none()).count();
+    if missing > 0 {
+        return Err(ApiError::unavailable(
+            format!("{missing} sample(s) got no verdict: the session stopped"),
+            5,
+        )
+        .hint("retry; if it persists, see the server's log"));
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// An executor fault: 503 with what to do, never a verdict.
+pub fn fault(task_id: String, error: &ExecError) -> ApiError {
+    let hint = error.hint().unwrap_or(
+        "a transient executor fault (worker lost, harness crash): retry the request; if it persists, see the server's log",
+    );
+    ApiError::unavailable(format!("{task_id}: no verdict: {error}"), 5)
+        .hint(hint)
+        .with_task_ids(vec![task_id])
+}
+
+pub fn deadline(missing: usize) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::GATEWAY_TIMEOUT,
+        format!("the request's deadline passed with {missing} sample(s) unanswered; they were cancelled"),
+    )
+    .hint("raise `limits.deadline_secs` (up to the server's --request-timeout) or send fewer samples per request")
+}

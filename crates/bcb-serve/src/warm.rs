@@ -1,0 +1,112 @@
+//! The engine of `bcb serve`: bcb-eval's [`WarmSession`] (one warm executor, the ground truth
+//! checked at start, dedup, the verdict cache, fair sharing between submissions) behind the
+//! server's [`Verdicts`] trait. This file is the only place the server meets the session.
+
+use std::sync::RwLock;
+use std::time::Duration;
+
+use bcb_eval::{SessionError, WarmSession};
+use bcb_samples::SampleBody;
+
+use crate::backend::{
+    Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
+};
+
+pub struct WarmVerdicts {
+    /// Taken out by [`Verdicts::close`] (closing consumes the session).
+    session: RwLock<Option<WarmSession>>,
+}
+
+impl WarmVerdicts {
+    pub fn new(session: WarmSession) -> WarmVerdicts {
+        WarmVerdicts {
+            session: RwLock::new(Some(session)),
+        }
+    }
+}
+
+struct WarmSubmission {
+    sub: bcb_eval::Submission,
+    left: usize,
+}
+
+impl Submission for WarmSubmission {
+    fn next_timeout(&mut self, wait: Duration) -> Next {
+        if self.left == 0 {
+            return Next::Done;
+        }
+        match self.sub.next_timeout(wait) {
+            Ok(Some((i, r))) => {
+                self.left -= 1;
+                Next::Item(
+                    i,
+                    r.map(|outcome| Verdict {
+                        outcome,
+                        origin: None,
+                    }),
+                )
+            }
+            Ok(None) => Next::Pending,
+            Err(bcb_eval::AllDelivered) => Next::Done,
+        }
+    }
+}
+
+impl Verdicts for WarmVerdicts {
+    fn submit(
+        &self,
+        samples: Vec<SubmitSample>,
+        opts: SubmitOptions,
+    ) -> Result<Box<dyn Submission>, SubmitError> {
+        let guard = self.session.read().unwrap();
+        let session = guard.as_ref().ok_or(SubmitError::Closed)?;
+        let samples = samples
+            .into_iter()
+            .map(|s| bcb_eval::SubmitSample {
+                task_id: s.task_id,
+                body: match s.code {
+                    Code::Solution(c) => SampleBody::Solution(c),
+                    Code::Completion(c) => SampleBody::Completion(c),
+                },
+            })
+            .collect();
+        let sub = session
+            .submit(
+                samples,
+                bcb_eval::SubmitOptions {
+                    calibrated: opts.calibrated,
+                },
+            )
+            .map_err(|e| match e {
+                SessionError::UnknownTasks(ids) => SubmitError::UnknownTasks(ids),
+                SessionError::Closed => SubmitError::Closed,
+                other => SubmitError::Other {
+                    message: other.to_string(),
+                    hint: "see the server's log".into(),
+                },
+            })?;
+        let left = sub.len();
+        Ok(Box::new(WarmSubmission { sub, left }))
+    }
+
+    fn stats(&self) -> Stats {
+        let guard = self.session.read().unwrap();
+        let Some(s) = guard.as_ref() else {
+            return Stats::default();
+        };
+        let st = s.stats();
+        Stats {
+            queued: st.queued,
+            in_flight: st.in_flight,
+            cache_hits: st.cached,
+            dedup_hits: st.deduplicated,
+        }
+    }
+
+    fn close(&self) {
+        let session = self.session.write().unwrap().take();
+        if let Some(s) = session {
+            s.close();
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! A FAKE engine (a scripted `Verdicts`) and an in-process server around it, shared by the
+//! HTTP tests. The fake runs a submission's samples one after another, shortest first, each
+//! sleeping the milliseconds its code names (`SLEEP 200`); code containing `PASS` passes,
+//! `FAULT` gets an executor error, anything else fails one test.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bcb_dataset::{Dataset, Split, Subset};
+use bcb_eval::Origin;
+use bcb_execute::{Details, ExecError, Outcome, Status};
+use bcb_serve::{
+    AppState, Catalog, Code, Next, ServeConfig, Stats, Submission, SubmitError, SubmitOptions,
+    SubmitSample, Verdicts,
+};
+
+#[derive(Default)]
+pub struct Counters {
+    pub executed: AtomicUsize,
+    pub cancelled: AtomicUsize,
+}
+
+#[derive(Default, Clone)]
+pub struct FakeEngine(Arc<Counters>);
+
+impl std::ops::Deref for FakeEngine {
+    type Target = Counters;
+    fn deref(&self) -> &Counters {
+        &self.0
+    }
+}
+
+struct FakeSubmission {
+    rx: Receiver<(usize, Result<bcb_serve::backend::Verdict, ExecError>)>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Submission for FakeSubmission {
+    fn next_timeout(&mut self, wait: Duration) -> Next {
+        match self.rx.recv_timeout(wait) {
+            Ok((i, r)) => Next::Item(i, r),
+            Err(RecvTimeoutError::Timeout) => Next::Pending,
+            Err(RecvTimeoutError::Disconnected) => Next::Done,
+        }
+    }
+}
+
+impl Drop for FakeSubmission {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn sleep_ms(code: &str) -> u64 {
+    code.split("SLEEP ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Verdicts for FakeEngine {
+    fn submit(
+        &self,
+        samples: Vec<SubmitSample>,
+        _opts: SubmitOptions,
+    ) -> Result<Box<dyn Submission>, SubmitError> {
+        let (tx, rx) = channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (engine, stop2) = (self.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut order: Vec<(usize, String)> = samples
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| match s.code {
+                    Code::Solution(c) | Code::Completion(c) => (i, c),
+                })
+                .collect();
+            order.sort_by_key(|(_, c)| sleep_ms(c));
+            let n = order.len();
+            for (done, (i, code)) in order.into_iter().enumerate() {
+                if stop2.load(Ordering::SeqCst) {
+                    engine.cancelled.fetch_add(n - done, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(sleep_ms(&code)));
+                engine.executed.fetch_add(1, Ordering::SeqCst);
+                let r = if code.contains("FAULT") {
+                    Err(ExecError::fatal(
+                        "the pool's workers died",
+                        "run `bcb env check`",
+                    ))
+                } else if code.contains("PASS") {
+                    Ok(verdict(Status::Pass, Details::new()))
+                } else {
+                    let mut d = Details::new();
+                    d.insert("test_a", "AssertionError");
+                    Ok(verdict(Status::Fail, d))
+                };
+                if tx.send((i, r)).is_err() {
+                    engine.cancelled.fetch_add(n - done - 1, Ordering::SeqCst);
+                    return;
+                }
+            }
+        });
+        Ok(Box::new(FakeSubmission { rx, stop }))
+    }
+
+    fn stats(&self) -> Stats {
+        Stats::default()
+    }
+
+    fn close(&self) {}
+}
+
+fn verdict(status: Status, details: Details) -> bcb_serve::backend::Verdict {
+    let mut outcome = Outcome::new(status, details);
+    outcome.test_secs = Some(0.001);
+    outcome.cpu_secs = Some(0.002);
+    bcb_serve::backend::Verdict {
+        outcome,
+        origin: Some(Origin::Executed),
+    }
+}
+
+pub fn dataset() -> Dataset {
+    let row = |n: u32| {
+        serde_json::json!({
+            "task_id": format!("BigCodeBench/{n}"),
+            "complete_prompt": "def task_func():\n",
+            "instruct_prompt": "Write task_func.",
+            "canonical_solution": "    return 1\n",
+            "code_prompt": "def task_func():\n",
+            "test": "import unittest\nclass TestCases(unittest.TestCase):\n    def test_a(self):\n        pass\n    def test_b(self):\n        pass\n",
+            "entry_point": "task_func",
+            "libs": "[]",
+        })
+        .to_string()
+    };
+    let text = format!("{}\n{}\n", row(1), row(2));
+    Dataset::from_jsonl_bytes(
+        text.as_bytes(),
+        std::path::Path::new("fake.jsonl"),
+        Subset::Full,
+        "v0.1.4",
+    )
+    .unwrap()
+}
+
+pub struct Server {
+    pub url: String,
+    pub state: Arc<AppState>,
+    pub engine: FakeEngine,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+pub async fn start(tune: impl FnOnce(&mut ServeConfig), ready: bool) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut cfg = ServeConfig::new(listener.local_addr().unwrap());
+    tune(&mut cfg);
+    let catalog = Arc::new(Catalog::new(dataset(), None, Split::Complete));
+    let state = AppState::new(cfg, catalog);
+    let engine = FakeEngine::default();
+    if ready {
+        state.set_ready(Arc::new(engine.clone()));
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let st = state.clone();
+    let handle = tokio::spawn(bcb_serve::serve(listener, state.clone(), async move {
+        let _ = stopped.await;
+        bcb_serve::drain(&st).await;
+    }));
+    Server {
+        url: format!("http://{}", state.cfg.listen),
+        state,
+        engine,
+        stop: Some(stop),
+        handle,
+    }
+}
+
+impl Server {
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.handle.await.unwrap().unwrap();
+    }
+}
