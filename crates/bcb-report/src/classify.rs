@@ -171,9 +171,7 @@ pub fn classify_with(
     }
     // bcb's own markers are exact: they win over everything else.
     if let Some(all) = all {
-        let marked = [
-            (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
-        ];
+        let marked = [(MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused)];
         for (marker, class) in marked {
             if all.starts_with(marker) {
                 return Some(failure(class, None, "ALL", all));
