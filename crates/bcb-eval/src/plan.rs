@@ -34,17 +34,20 @@ pub struct Settings {
     pub runtime: String,
     /// What a sample the tamper scan flags gets (samples only; canonical solutions are trusted).
     pub tamper: TamperPolicy,
+    /// What a reward hack detected at run time gets (canonical solutions and samples).
+    pub hacks: bcb_execute::HackPolicy,
 }
 
 impl Settings {
     /// A stable text of what can change a verdict; part of every cache and journal key.
     pub fn verdict_key(&self) -> String {
         format!(
-            "min_time={} base={} {} runtime={}",
+            "min_time={} base={} {} runtime={} hacks={}",
             self.min_time_limit,
             self.base_timeout,
             self.limits.key(),
-            self.runtime
+            self.runtime,
+            self.hacks
         )
     }
 }

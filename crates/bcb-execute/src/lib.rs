@@ -13,12 +13,14 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 mod error;
+pub mod hack;
 mod job;
 pub mod local;
 mod spec;
 mod verdict;
 
 pub use error::ExecError;
+pub use hack::{HackClass, HackFlag, HackPolicy, REWARD_HACK};
 pub use job::{program_digest, Job, JobId, Limits, Program};
 pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
@@ -38,6 +40,8 @@ pub struct ExecConfig {
     /// `parallel` only while CPUs idle and memory allows); 0 = [`default_max_in_flight`].
     pub max_in_flight: usize,
     pub limits: Limits,
+    /// What a detected reward hack gets; `Off` runs no watch.
+    pub hacks: HackPolicy,
 }
 
 /// What the caller hears for each job, from any thread, as it finishes. Returning

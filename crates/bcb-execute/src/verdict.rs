@@ -159,6 +159,10 @@ pub struct Outcome {
     /// Executor-side remark (killed by signal, memory limit, integrity check...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Reward hacks the harness's watch saw (see `hack`), under the `flag` and `fail`
+    /// policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<crate::HackFlag>,
 }
 
 impl Outcome {
@@ -171,6 +175,7 @@ impl Outcome {
             wall_secs: 0.0,
             cpu_secs: None,
             note: None,
+            flags: Vec::new(),
         }
     }
 }

@@ -252,6 +252,7 @@ impl Slot {
             cgroups: &spec.cgroups,
             workroot: &spec.workroot,
             one_shot: spec.one_shot,
+            hacks: spec.cfg.hacks.watches(),
         };
         slot.send(&config)?;
         match slot.events.recv_timeout(READY_TIMEOUT) {

@@ -8,12 +8,14 @@
 //!   upstream reports any death before a verdict.
 //! - The sample ended its own process before reporting (`os._exit`, a forged or missing
 //!   report): `fail` — upstream would say `timeout`; bcb never lets it pass.
+//! - The hack watch saw a reward hack: the [`HackPolicy`] decides (`fail` by default: a pass
+//!   becomes `fail` with `bcb: reward hack: ...` as its details).
 
 use serde_json::Value;
 
 use super::slot::SlotFailure;
 use super::wire::{Report, ResultMsg};
-use crate::{Details, ExecError, Outcome, Status};
+use crate::{Details, ExecError, HackPolicy, Outcome, Status};
 
 /// bcb's details text for a sample killed by the memory limit (reports classify on it).
 pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
@@ -63,12 +65,18 @@ fn stable_harness_path(trace: &str) -> String {
 }
 
 /// Applies the rules to one result message; `wall` is the executor's own measure.
-pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
+pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
     let mut out = Outcome::new(Status::Timeout, Details::new());
     out.wall_secs = wall;
     out.cpu_secs = msg.cpu_secs;
     if let Some(report) = msg.report.as_ref().and_then(Report::parse) {
-        return from_report(msg, &report, out);
+        return match from_report(msg, &report, out) {
+            Reading::Done(mut o) => {
+                hacks.apply(&mut o, msg.hacks.clone());
+                Reading::Done(o)
+            }
+            abnormal => abnormal,
+        };
     }
     // No report: killed or exited before reporting.
     if msg.killed_at_deadline {
