@@ -1038,49 +1038,64 @@ def make_emitter(encode, write, fd):
     return emit
 
 
-def make_origin(first_test_line, harness_file):
+def make_origin(first_test_line):
     """Who made a call, from the frame that made it: `(line, built_at_run_time)` when it is
     the sample's own code (lines of `__test__.py` above the test code, or code the sample
-    compiled at run time), None for the test code, the harness or a library."""
-    state = {"compiled": False}
+    compiled at run time: `codes`, filled by the audit hook's `exec` events), None for the
+    test code, the harness or a library."""
+    codes = set()
 
     def origin(f, helpers):
         runtime = False
         while f is not None:
-            name = f.f_code.co_filename
+            code = f.f_code
+            name = code.co_filename
             if name == "__test__.py":
                 line = f.f_lineno
-                return (line, runtime) if line < first_test_line else None
-            if name == harness_file:
-                return None
-            if name.startswith("<") and not name.startswith("<frozen"):
+                if line < first_test_line:
+                    return (line, runtime)
+                break
+            if code in codes:
                 runtime = True
             elif not (helpers and name.endswith(FRAME_HELPERS)):
-                break
+                break  # the harness or a library (reached from code the sample compiled?)
             f = f.f_back
-        # Code compiled at run time, reached from a library (a thread, a callback): the
-        # sample's once it compiled code of its own.
-        if runtime and state["compiled"]:
-            return (None, True)
-        return None
+        return (None, True) if runtime else None
 
-    return origin, state
+    def sample_code(fn):
+        """The line of a function the sample wrote (0 when compiled at run time), else None."""
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None or type(code).__name__ != "code":
+            return None
+        if code.co_filename == "__test__.py":
+            return code.co_firstlineno if code.co_firstlineno < first_test_line else None
+        return 0 if code in codes else None
+
+    return origin, sample_code, codes
 
 
-def make_audit_hook(emit, origin, state, getframe, get_ident):
+def make_audit_hook(emit, origin, codes, getframe, get_ident):
     busy = set()
     seen = set()
 
+    def keep(code):
+        stack = [code]
+        while stack and len(codes) < 4096:
+            c = stack.pop()
+            codes.add(c)
+            stack.extend(k for k in c.co_consts if type(k) is type(c))
+
     def hook(event, args):
         if event not in HACK_EVENTS:
-            if (event == "compile" or event == "exec") and not state["compiled"]:
+            if event == "exec" and args and type(args[0]).__name__ == "code":
                 me = get_ident()
                 if me in busy:
                     return
                 busy.add(me)
                 try:
                     if origin(getframe(1), False) is not None:
-                        state["compiled"] = True
+                        keep(args[0])  # code the sample compiled: its frames are the sample's
                 finally:
                     busy.discard(me)
             return
@@ -1111,23 +1126,6 @@ def make_audit_hook(emit, origin, state, getframe, get_ident):
             busy.discard(me)
 
     return hook
-
-
-def make_code_test(first_test_line):
-    def sample_code(fn):
-        """(line) when `fn` is a function written by the sample (or compiled at run time)."""
-        fn = getattr(fn, "__func__", fn)
-        code = getattr(fn, "__code__", None)
-        if code is None or type(code).__name__ != "code":
-            return None
-        name = code.co_filename
-        if name == "__test__.py":
-            return code.co_firstlineno if code.co_firstlineno < first_test_line else None
-        if name.startswith("<") and not name.startswith("<frozen"):
-            return 0
-        return None
-
-    return sample_code
 
 
 def make_probe(emit, sample_code, control_excs):
@@ -1375,11 +1373,10 @@ def run_sample(job, cfg, base, emit=None):
         # The hack watch: the audit hook goes in before the sample exists and stays for good.
         import _thread
 
-        sample_code = make_code_test(first_test_line)
-        origin, origin_state = make_origin(first_test_line, run_sample.__code__.co_filename)
+        origin, sample_code, sample_codes = make_origin(first_test_line)
         control = (unittest.SkipTest, unittest.case._ShouldStop)
         probe = make_probe(emit, sample_code, control)
-        sys.addaudithook(make_audit_hook(emit, origin, origin_state, sys._getframe, _thread.get_ident))
+        sys.addaudithook(make_audit_hook(emit, origin, sample_codes, sys._getframe, _thread.get_ident))
     Recorder = make_recorder_class(unittest, emit, watch_codes)
     uclasses = uclasses + (Recorder,)
     guard = Guard(sink)
