@@ -68,7 +68,11 @@ pub struct HackFlag {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// The code that did it was compiled by the sample at run time (`exec` of a string...).
-    #[serde(default, rename = "runtime", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        rename = "runtime",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub built_at_run_time: bool,
 }
 

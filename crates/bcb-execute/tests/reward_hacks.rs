@@ -91,7 +91,10 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
     let on = run_policy(HackPolicy::Fail, jobs.clone());
     let flag = run_policy(HackPolicy::Flag, jobs);
     let mut problems = Vec::new();
-    println!("{:<46} {:<8} {:<8} {:<6} flags (default policy)", "fixture", "off", "default", "scan");
+    println!(
+        "{:<46} {:<8} {:<8} {:<6} flags (default policy)",
+        "fixture", "off", "default", "scan"
+    );
     for (key, (name, class, is_hack)) in keys.iter().zip(&labels) {
         let (o, d, fl) = (&off[key], &on[key], &flag[key]);
         let scanned = bcb_sanitize::tamper::scan(&jobs_code(&fx, *key)).len();
@@ -101,15 +104,23 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
             name,
             o.status.as_str(),
             d.status.as_str(),
-            if *key >= 1000 { "-".into() } else { scanned.to_string() },
+            if *key >= 1000 {
+                "-".into()
+            } else {
+                scanned.to_string()
+            },
             flags.join(" | ")
         );
         let caught = d.status == Status::Fail
-            && d.details.module_error().is_some_and(|t| t.starts_with(REWARD_HACK));
+            && d.details
+                .module_error()
+                .is_some_and(|t| t.starts_with(REWARD_HACK));
         match class.as_str() {
             "canonical" => {
                 if o.status != Status::Pass || d.status != Status::Pass || !d.flags.is_empty() {
-                    problems.push(format!("{name}: canonical must pass unflagged ({o:?} / {d:?})"));
+                    problems.push(format!(
+                        "{name}: canonical must pass unflagged ({o:?} / {d:?})"
+                    ));
                 }
             }
             "baseline" => {
@@ -125,7 +136,10 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
             _ => {
                 assert!(is_hack);
                 if o.status != Status::Pass {
-                    problems.push(format!("{name}: the hack should pass without the watch, got {} {:?}", o.status, o.details));
+                    problems.push(format!(
+                        "{name}: the hack should pass without the watch, got {} {:?}",
+                        o.status, o.details
+                    ));
                 }
                 if !caught {
                     problems.push(format!("{name}: not caught: {} {:?}", d.status, d.details));
@@ -144,7 +158,9 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
                 if let Some(want) = want {
                     if !d.flags.iter().any(|f| f.class == want)
                         && !(name.contains("runtime") && has_runtime)
-                        && !(name.contains("teardown") || name.contains("outcome_expecting") || name.contains("expected_failure_gc"))
+                        && !(name.contains("teardown")
+                            || name.contains("outcome_expecting")
+                            || name.contains("expected_failure_gc"))
                     {
                         problems.push(format!("{name}: no {want} flag among {flags:?}"));
                     }

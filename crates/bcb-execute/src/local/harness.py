@@ -793,13 +793,13 @@ def unittest_snapshot(mods, classes):
     snap = {}
     for mod in mods:
         for k, v in list(vars(mod).items()):
-            snap[(mod.__name__, k)] = id(v)
+            snap[(mod.__name__, k)] = v
     for cls in classes:
         for k, v in list(vars(cls).items()):
-            snap[(cls.__qualname__, k)] = id(v)
+            snap[(cls.__qualname__, k)] = v
             code = getattr(v, "__code__", None)
             if code is not None:
-                snap[(cls.__qualname__, k + ".__code__")] = id(code)
+                snap[(cls.__qualname__, k + ".__code__")] = code
     return snap
 
 
@@ -820,21 +820,21 @@ def harness_snapshot(harness_globals):
     snap = {}
     for k, v in list(harness_globals.items()):
         if callable(v):
-            snap[("harness", k)] = id(v)
+            snap[("harness", k)] = v
             code = getattr(v, "__code__", None)
             if code is not None:
-                snap[("harness", k + ".__code__")] = id(code)
+                snap[("harness", k + ".__code__")] = code
     for k in WATCHED_BUILTINS:
-        snap[("builtins", k)] = id(getattr(builtins, k, None))
+        snap[("builtins", k)] = getattr(builtins, k, None)
     for name in WATCHED_MODULES:
         mod = sys.modules.get(name)
-        snap[("sys.modules", name)] = id(mod)
+        snap[("sys.modules", name)] = mod
         if mod is not None:
             for k, v in list(vars(mod).items()):
                 if callable(v):
-                    snap[(name, k)] = id(v)
+                    snap[(name, k)] = v
     for name in [n for n in sys.modules if n == "unittest" or n.startswith("unittest.")]:
-        snap[("sys.modules", name)] = id(sys.modules[name])
+        snap[("sys.modules", name)] = sys.modules[name]
     return snap
 
 
@@ -857,7 +857,8 @@ def foreign_tests(test_class, names, first_test_line):
 
 def snapshot_diff(a, b):
     # Added names are fine (lazy submodule imports add attributes); changed or removed are not.
-    changed = sorted(k for k in a if a[k] != b.get(k))
+    missing = object()
+    changed = sorted(k for k in a if a[k] is not b.get(k, missing))
     return ["%s.%s" % k for k in changed]
 
 
@@ -1204,49 +1205,46 @@ def make_probe(emit, sample_code, control_excs):
     return probe
 
 
-def make_watched_call(emit, name, method, probe_codes):
-    """The test method as unittest will call it: notes how it ended on the account channel.
-    Attributes (skip marks, expected failure) are read through to the method."""
-    ns = {"__unittest": True}  # hidden from tracebacks like unittest's own frames
-    exec(
-        "class Watched:\n"
-        "    __slots__ = ('_m',)\n"
-        "    def __init__(self, m):\n"
-        "        object.__setattr__(self, '_m', m)\n"
-        "    def __getattr__(self, k):\n"
-        "        return getattr(object.__getattribute__(self, '_m'), k)\n"
-        "    def __call__(self, *a, **k):\n"
-        "        try:\n"
-        "            r = object.__getattribute__(self, '_m')(*a, **k)\n"
-        "        except BaseException as e:\n"
-        "            emit({'acct': 'call', 't': name, 'ok': False, 'exc': type(e).__name__})\n"
-        "            raise\n"
-        "        emit({'acct': 'call', 't': name, 'ok': True})\n"
-        "        return r\n",
-        ns,
-    )
-    ns["emit"], ns["name"] = emit, name
-    w = ns["Watched"](method)
-    probe_codes.add(ns["Watched"].__call__.__code__)
-    return w
+# The watch's wrappers, compiled once; each run executes them in a namespace of its own
+# whose `__unittest` hides their frames from tracebacks like unittest's own.
+WATCH_SOURCE = compile(
+    "class Watched:\n"
+    "    # The test method as unittest will call it: says how it ended on the account\n"
+    "    # channel. Attributes (skip marks, expected failure) are read through to the method.\n"
+    "    __slots__ = ('_m', '_n')\n"
+    "    def __init__(self, m, n):\n"
+    "        object.__setattr__(self, '_m', m)\n"
+    "        object.__setattr__(self, '_n', n)\n"
+    "    def __getattr__(self, k):\n"
+    "        return getattr(object.__getattribute__(self, '_m'), k)\n"
+    "    def __call__(self, *a, **k):\n"
+    "        n = object.__getattribute__(self, '_n')\n"
+    "        try:\n"
+    "            r = object.__getattribute__(self, '_m')(*a, **k)\n"
+    "        except BaseException as e:\n"
+    "            emit({'acct': 'call', 't': n, 'ok': False, 'exc': type(e).__name__})\n"
+    "            raise\n"
+    "        emit({'acct': 'call', 't': n, 'ok': True})\n"
+    "        return r\n"
+    "def wrap_task(fn):\n"
+    "    def task_func(*a, **k):\n"
+    "        r = fn(*a, **k)\n"
+    "        probe(r)\n"
+    "        return r\n"
+    "    return task_func\n",
+    "bcb_watch",
+    "exec",
+)
 
 
-def make_task_wrapper(fn, probe, codes):
-    """`task_func` as the tests call it: the same function, its return value probed."""
-    import functools
-
-    ns = {"__unittest": True}
-    exec(
-        "def task_func(*a, **k):\n"
-        "    r = fn(*a, **k)\n"
-        "    probe(r)\n"
-        "    return r\n",
-        ns,
-    )
-    ns["fn"], ns["probe"] = fn, probe
-    w = functools.wraps(fn)(ns["task_func"])
-    codes.add(ns["task_func"].__code__)
-    return w
+def make_watch_types(emit, probe, codes):
+    """(Watched, wrap_task) bound to this run's channel and probe; their frames' code goes
+    into `codes` (spliced out of recorded tracebacks)."""
+    ns = {"__unittest": True, "emit": emit, "probe": probe}
+    exec(WATCH_SOURCE, ns)
+    codes.add(ns["Watched"].__call__.__code__)
+    codes.update(c for c in ns["wrap_task"].__code__.co_consts if type(c).__name__ == "code")
+    return ns["Watched"], ns["wrap_task"]
 
 
 def splice_tracebacks(exc, codes):
@@ -1272,14 +1270,28 @@ def splice_tracebacks(exc, codes):
     return
 
 
-def compare_surface(sample_code):
-    """Functions of the libraries tests compare with that are now the sample's code."""
+def compare_snapshot():
+    """Identity of the comparison surface's functions, before the sample runs."""
+    snap = {}
+    for modname in COMPARE_MODULES:
+        mod = sys.modules.get(modname)
+        if mod is not None:
+            snap[modname] = dict(vars(mod))
+    return snap
+
+
+def compare_surface(sample_code, before):
+    """Functions of the libraries tests compare with that are now the sample's code (only
+    what changed since `before`, for modules loaded then)."""
     bad = []
     for modname in COMPARE_MODULES:
         mod = sys.modules.get(modname)
         if mod is None:
             continue
+        old = before.get(modname)
         for k, v in list(vars(mod).items()):
+            if old is not None and old.get(k, old) is v:
+                continue
             if callable(v) and not isinstance(v, type):
                 line = sample_code(v)
                 if line is not None:
@@ -1376,6 +1388,7 @@ def run_sample(job, cfg, base, emit=None):
         origin, sample_code, sample_codes = make_origin(first_test_line)
         control = (unittest.SkipTest, unittest.case._ShouldStop)
         probe = make_probe(emit, sample_code, control)
+        compare_before = compare_snapshot()
         sys.addaudithook(make_audit_hook(emit, origin, sample_codes, sys._getframe, _thread.get_ident))
     Recorder = make_recorder_class(unittest, emit, watch_codes)
     uclasses = uclasses + (Recorder,)
@@ -1441,14 +1454,17 @@ def run_sample(job, cfg, base, emit=None):
             loader = unittest.TestLoader()
             suite = loader.loadTestsFromTestCase(TestCases)
             if emit is not None:
+                import functools
+
+                Watched, wrap_task = make_watch_types(emit, probe, watch_codes)
                 task = module.__dict__.get("task_func")
                 if callable(task):
-                    module.__dict__["task_func"] = make_task_wrapper(task, probe, watch_codes)
+                    module.__dict__["task_func"] = functools.wraps(task)(wrap_task(task))
                 for test in list(suite):
                     name = getattr(test, "_testMethodName", None)
                     method = getattr(test, name, None) if isinstance(name, str) else None
                     if method is not None:
-                        object.__setattr__(test, name, make_watched_call(emit, name, method, watch_codes))
+                        object.__setattr__(test, name, Watched(method, name))
             test_result = Recorder()
             try:
                 class_before = {k: id(v) for k, v in vars(TestCases).items()}
@@ -1490,8 +1506,8 @@ def run_sample(job, cfg, base, emit=None):
                 for k, v in vars(test_result).items()
                 if callable(v) and callable(getattr(Recorder, k, None))
             ]
-        if emit is not None:
-            for what, line in compare_surface(sample_code):
+        if emit is not None and not details:
+            for what, line in compare_surface(sample_code, compare_before):
                 emit({"acct": "hack", "class": "equality", "evidence": "%s is the sample's code" % what, "line": line or None, "runtime": line == 0})
             import threading
 
