@@ -167,6 +167,37 @@ pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecEr
 
 #[cfg(test)]
 mod tests {
+    use super::{read_result, Reading, ResultMsg};
+    use crate::{HackClass, HackPolicy, Status};
+
+    fn hacked_pass() -> ResultMsg {
+        serde_json::from_value(serde_json::json!({
+            "expected": ["test_a"],
+            "report": {"status": "pass", "details": {}, "ran": ["test_a"]},
+            "hacks": [{"class": "tracing", "evidence": "sys.settrace", "line": 3, "runtime": false}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_hack_policy_decides_a_pass_the_watch_flagged() {
+        let done = |p| match read_result(&hacked_pass(), 1.0, p) {
+            Reading::Done(o) => o,
+            Reading::Abnormal(_) => panic!("a report is never abnormal"),
+        };
+        let o = done(HackPolicy::Fail);
+        assert_eq!(o.status, Status::Fail);
+        assert_eq!(
+            o.details.module_error(),
+            Some("bcb: reward hack: tracing: sys.settrace (line 3)")
+        );
+        assert_eq!(o.flags[0].class, HackClass::Tracing);
+        let o = done(HackPolicy::Flag);
+        assert_eq!((o.status, o.flags.len()), (Status::Pass, 1));
+        let o = done(HackPolicy::Off);
+        assert_eq!((o.status, o.flags.len()), (Status::Pass, 0));
+    }
+
     #[test]
     fn harness_paths_are_stable() {
         let t = "  File \"__test__.py\", line 50, in task_func\n  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness.py\", line 529, in patched\n";
