@@ -4,7 +4,8 @@
 # the limit: 6 on one task, 2 on another, as in a real sweep), runs `bcb evaluate --no-gt`
 # on it, stamps each journal line as it arrives, and prints
 #   tail = (last verdict) - (last non-timeout verdict), as a multiple of the sample limit,
-#   and how many sleepers were in flight together (start = arrival - the sample's wall).
+#   how many sleepers were in flight together (start = arrival - the sample's wall), and the
+#   CPU floor (sum of per-sample CPU / parallel) beside the wall.
 # Goal (issue 12): tail <= 1.1 x limit.
 #
 # usage: bench/idle-tail.sh [normal samples, default 40] [parallel, default nproc]
@@ -89,7 +90,8 @@ while True:
             r = json.loads(line)
             if "id" in r:
                 print(json.dumps({"t": time.time() - t0, "task_id": r["id"]["task_id"],
-                                  "status": r["status"], "wall": r.get("wall_secs") or 0.0}), flush=True)
+                                  "status": r["status"], "wall": r.get("wall_secs") or 0.0,
+                                  "cpu": r.get("cpu_secs") or 0.0}), flush=True)
     if not running:
         break
     time.sleep(0.1)
@@ -100,9 +102,9 @@ PY
 [ -n "${BASELINE_BCB:-}" ] && run baseline "$BASELINE_BCB"
 run current "$current"
 
-"$py" - "$out" "$limit" <<'PY'
+"$py" - "$out" "$limit" "$parallel" <<'PY'
 import json, os, sys
-out, limit = sys.argv[1], float(sys.argv[2])
+out, limit, cores = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 for name in ("baseline", "current"):
     d = os.path.join(out, name)
     if not os.path.exists(os.path.join(d, "time")):
@@ -118,8 +120,9 @@ for name in ("baseline", "current"):
     last_ok = max(done) if done else 0.0
     sleepers = [(r["t"] - r["wall"], r["t"]) for r in rows if r["status"] == "timeout"]
     together = max((sum(1 for s, e in sleepers if s < end <= e) for _, end in sleepers), default=0)
-    print(f"{name:9s} wall {float(wall):6.1f}s  peak RSS {int(rss) / 1024:6.1f} MB  verdicts {len(rows)}  "
-          f"timeouts {len(sleepers)}  limit {limit:.0f}s")
+    floor = sum(r.get("cpu", 0.0) for r in rows) / cores
+    print(f"{name:9s} wall {float(wall):6.1f}s  CPU floor {floor:6.1f}s  peak RSS {int(rss) / 1024:6.1f} MB  "
+          f"verdicts {len(rows)}  timeouts {len(sleepers)}  limit {limit:.0f}s")
     print(f"{'':9s} tail after the last non-timeout verdict {last - last_ok:6.1f}s = "
           f"{(last - last_ok) / limit:.2f} x limit (goal <= 1.1); sleepers in flight together: {together}")
 print(f"(files in {out})")

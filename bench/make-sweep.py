@@ -8,7 +8,12 @@ answers (chosen by a seeded coin), and with probability `--variant` it carries a
 extra comment line, which makes it a distinct program with the same behaviour. Deterministic
 for a given --seed; a second seed gives a second "checkpoint" that shares most programs.
 
+With `--max-dup F` the variant probability is raised (in steps of 0.05, from --variant) until
+at most a share F of the samples repeat a program of the same task (a real RL checkpoint
+sampled at temperature repeats few: about 5%). The default --variant 0.4 gives about 40%.
+
 usage: make-sweep.py OUT.jsonl [--n 10] [--subset hard|full] [--seed 0] [--variant 0.4]
+                     [--max-dup 0.05]
 """
 import argparse
 import gzip
@@ -24,6 +29,7 @@ ap.add_argument("--n", type=int, default=10)
 ap.add_argument("--subset", default="hard", choices=["hard", "full"])
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--variant", type=float, default=0.4)
+ap.add_argument("--max-dup", type=float, default=None)
 ap.add_argument("--shared", default=os.environ.get("BCB_SHARED", shared))
 a = ap.parse_args()
 
@@ -44,14 +50,27 @@ def coin(*parts):
     return int.from_bytes(h[:8], "big") / 2**64
 
 
-rows = 0
-with open(a.out, "w") as out:
+def build(variant):
+    rows = []
     for t in task_ids:
         for k in range(a.n):
             sol = answers[int(coin(t, k, "model") * len(answers))][t]
-            if coin(t, k, "variant") < a.variant:
+            if coin(t, k, "variant") < variant:
                 sol = sol.rstrip("\n") + "\n# sample %d of seed %d\n" % (k, a.seed)
-            out.write(json.dumps({"task_id": t, "solution": sol}) + "\n")
-            rows += 1
-distinct = len({(t, s) for t, s in ((r["task_id"], r["solution"]) for r in map(json.loads, open(a.out)))})
-print(f"{a.out}: {rows} samples, {len(task_ids)} tasks, {distinct} distinct programs")
+            rows.append((t, sol))
+    return rows
+
+
+variant = a.variant
+while True:
+    rows = build(variant)
+    distinct = len(set(rows))
+    dup = 1 - distinct / len(rows)
+    if a.max_dup is None or dup <= a.max_dup or variant >= 1:
+        break
+    variant = min(1.0, variant + 0.05)
+with open(a.out, "w") as out:
+    for t, sol in rows:
+        out.write(json.dumps({"task_id": t, "solution": sol}) + "\n")
+print(f"{a.out}: {len(rows)} samples, {len(task_ids)} tasks, {distinct} distinct programs "
+      f"({dup:.1%} duplicates, variant probability {variant:.2f})")

@@ -11,10 +11,11 @@ pub mod journal;
 pub mod limits;
 pub mod passk;
 pub mod plan;
-mod priors;
+pub mod priors;
 pub mod results;
 pub mod session;
 pub mod shard;
+pub mod sleepers;
 pub mod verdict_cache;
 
 pub use event::{Event, Origin, Phase, RunReport, Sink};

@@ -206,17 +206,16 @@ pub fn sample_jobs<'a>(
                 .get(&p.id.task_id)
                 .expect("samples are checked against the dataset");
             let gt_secs = gt.expected_secs(&task.task_id);
+            let limit = sample_time_limit(gt_secs, settings.min_time_limit, settings.base_timeout);
+            let base = gt_secs.or_else(|| priors::expected_secs(&task.task_id));
             Job {
                 id: p.id.clone(),
                 code: p.solution.clone(),
                 test: task.test.clone(),
                 entry_point: task.entry_point.clone(),
-                time_limit: Duration::from_secs_f64(sample_time_limit(
-                    gt_secs,
-                    settings.min_time_limit,
-                    settings.base_timeout,
-                )),
-                expected_secs: gt_secs.or_else(|| priors::expected_secs(&task.task_id)),
+                time_limit: Duration::from_secs_f64(limit),
+                // Likely sleepers count as most of their limit: they start first.
+                expected_secs: crate::sleepers::expected_secs(&p.solution, base, limit),
             }
         })
         .collect();

@@ -385,6 +385,7 @@ impl<'a> Session<'a> {
                     None => to_run.push(job.clone()),
                 }
             }
+            history(&state).apply(&mut to_run);
             crate::plan::longest_first(&mut to_run);
             let fresh = self.run_jobs(Phase::Samples, to_run, &|job, outcome| {
                 hand_out(&job.id, outcome, Origin::Executed)
@@ -698,6 +699,24 @@ pub fn build_report(
 
 /// Told each verdict as the executor reports it; an error stops the run.
 type OnVerdict<'f> = dyn Fn(&Job, &Outcome) -> anyhow::Result<()> + Sync + 'f;
+
+/// Timeouts this run already knows of: resumed journal records and loaded result files.
+fn history(state: &[FileRun]) -> crate::sleepers::History {
+    let mut h = crate::sleepers::History::default();
+    for run in state {
+        for (id, o) in &run.done {
+            if o.status == Status::Timeout {
+                h.timed_out(&id.task_id, &id.digest);
+            }
+        }
+        for (task, rows) in run.loaded.iter().flat_map(|l| &l.eval) {
+            for r in rows.iter().filter(|r| r.status == Status::Timeout) {
+                h.timed_out_code(task, &r.solution);
+            }
+        }
+    }
+    h
+}
 
 /// One samples file's part of a run.
 #[derive(Default)]

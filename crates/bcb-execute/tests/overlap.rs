@@ -1,6 +1,9 @@
-//! Idle-tail admission with the real eval env: samples that sleep past their limit overlap
-//! beyond `parallel` instead of holding the workers one after another.
+//! Admission with the real eval env: samples that sleep past their limit overlap beyond
+//! `parallel` instead of holding the workers one after another, and samples admitted beyond
+//! `parallel` never take the cores of the others (the freezer governor).
 //! Runs alone (`.config/nextest.toml`): it reads the machine's idle CPU.
+
+#![allow(clippy::print_stderr)] // helpers report what each run saw
 
 mod common;
 
@@ -84,5 +87,121 @@ fn sleepers_of_a_task_overlap_past_the_workers_and_all_time_out() {
         max_overlap(&late),
         late.len(),
         "sleepers queued behind the first timeout did not all overlap: {late:?}"
+    );
+}
+
+/// Sleeps two seconds, then spins with eight processes until killed.
+const WAKES_AND_SPINS: &str = "import os, time\ndef task_func():\n    time.sleep(2)\n    for _ in range(7):\n        if os.fork() == 0:\n            while True:\n                pass\n    while True:\n        pass\n";
+/// Waits six seconds (I/O, say), then needs 1 s of CPU: within its 14-s limit on any
+/// core it is given, even on a loaded machine.
+const CPU_BOUND: &str = "import time\ndef task_func():\n    time.sleep(6)\n    t = time.process_time()\n    while time.process_time() - t < 1.0:\n        pass\n    return 1\n";
+
+type Seen = Vec<(String, usize, Status, f64, f64)>;
+
+/// Moves this test process (and so every sample it starts) into a cgroup v1 `cpu` group of
+/// the highest weight while it lives, where that is possible (root): the samples then share
+/// the CPUs among themselves as on a quiet machine, whatever else the machine runs, so the
+/// verdicts below depend only on how the scheduler shares the cores between samples.
+struct QuietCpu(Option<std::path::PathBuf>);
+
+impl QuietCpu {
+    fn enter() -> QuietCpu {
+        let root = std::path::Path::new("/sys/fs/cgroup/cpu");
+        let dir = root.join(format!("bcb-overlap-test-{}", std::process::id()));
+        let ok = std::fs::create_dir(&dir).is_ok()
+            && std::fs::write(dir.join("cpu.shares"), "262144").is_ok()
+            && std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()).is_ok();
+        if !ok {
+            let _ = std::fs::remove_dir(&dir);
+            eprintln!("no cpu cgroup of our own: the machine's other load counts too");
+        }
+        QuietCpu(ok.then_some(dir))
+    }
+}
+
+impl Drop for QuietCpu {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::write(
+                "/sys/fs/cgroup/cpu/cgroup.procs",
+                std::process::id().to_string(),
+            );
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+fn verdicts(kind: &str, max_in_flight: usize, py: std::path::PathBuf) -> Seen {
+    // The two CPU-bound samples start first (the `--parallel` ones) and wait; meanwhile the
+    // idle CPU admits the sleepers, which wake up spinning while the first two compute.
+    let mut jobs: Vec<Job> = (20..22)
+        .map(|k| job(k, "cpu", CPU_BOUND, ONE_TEST, 14.0))
+        .collect();
+    jobs.extend((0..4).map(|k| job(k, "spins", WAKES_AND_SPINS, ONE_TEST, 16.0)));
+    jobs.extend((10..13).map(|k| job(k, "sleeps", SLEEPER, ONE_TEST, 6.0)));
+    let mut cfg = config(py, 2);
+    cfg.max_in_flight = max_in_flight;
+    let exec = executor_for(kind, cfg).expect("executor");
+    let t0 = Instant::now();
+    let seen = Mutex::new(Vec::new());
+    exec.run(jobs, &|job, o| {
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        let end = t0.elapsed().as_secs_f64();
+        let Program::Sample(k) = job.id.program else {
+            unreachable!()
+        };
+        eprintln!(
+            "{kind}, max-in-flight {max_in_flight}: {} {k}: {:?} wall {:.1}s cpu {:?} ended at {end:.1}s",
+            job.task_id(),
+            o.status,
+            o.wall_secs,
+            o.cpu_secs,
+        );
+        seen.lock().unwrap().push((
+            job.task_id().to_string(),
+            k,
+            o.status,
+            end - o.wall_secs,
+            end,
+        ));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("run");
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort_by_key(|s| s.1);
+    seen
+}
+
+#[test]
+fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict() {
+    same_verdicts_as_without_extras("pool");
+}
+
+#[test]
+fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict_process_executor() {
+    same_verdicts_as_without_extras("process");
+}
+
+fn same_verdicts_as_without_extras(kind: &str) {
+    let Some(py) = python() else { return };
+    let _quiet = QuietCpu::enter();
+    let default = verdicts(kind, 0, py.clone());
+    let strict = verdicts(kind, 2, py);
+    let expected = |task: &str| match task {
+        "cpu" => Status::Pass,
+        _ => Status::Timeout,
+    };
+    for (task, k, status, _, _) in default.iter().chain(&strict) {
+        assert_eq!(*status, expected(task), "{task} {k}");
+    }
+    let statuses = |v: &Seen| v.iter().map(|s| (s.1, s.2)).collect::<Vec<_>>();
+    assert_eq!(statuses(&default), statuses(&strict));
+    // Overlap stays: samples ran beyond the two workers (sleeping, or frozen while the
+    // others computed), not one pair after another.
+    let all: Vec<(f64, f64)> = default.iter().map(|s| (s.3, s.4)).collect();
+    let together = max_overlap(&all);
+    assert!(
+        together >= 4,
+        "at most {together} samples in flight together: {all:?}"
     );
 }

@@ -9,6 +9,7 @@
 //! );
 //! ```
 
+pub mod blocking;
 mod extract;
 mod pystr;
 pub mod safety;

@@ -14,6 +14,9 @@
 #               tmpfs_mb}, env, preload, cgroups, workroot, one_shot}   -- once, first
 #              {key, code, test, time_limit}                            -- one per job
 #              {op: "exit"}
+#              {op: "freeze" | "thaw", key}     -- while job `key` runs: stop / resume the sample
+#                 (its freezer cgroup, `freezer` in the config); frozen time extends both
+#                 the in-sample alarm and the supervisor's deadline (ignored between jobs)
 #   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
 #              {event: "started", key, pid}
 #              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
@@ -110,6 +113,55 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 SANDBOX_MPLCONFIG = "/var/cache/bcb-mplconfig"
 
 _libc = None
+
+# Seconds the current sample has spent frozen, shared with it (an anonymous MAP_SHARED page
+# made before the first fork): its alarm extends itself by what it finds here. Written by the
+# supervisor only; a sample that overwrites it only moves its own alarm, never the
+# supervisor's deadline.
+FROZEN_CLOCK = None
+
+
+def frozen_clock_read(clock):
+    import struct
+
+    return struct.unpack("d", clock[:8])[0] if clock is not None else 0.0
+
+
+def frozen_clock_write(secs):
+    import struct
+
+    if FROZEN_CLOCK is not None:
+        FROZEN_CLOCK[:8] = struct.pack("d", secs)
+
+
+class LineReader:
+    """Lines from the control fd without read-ahead surprises: `select` on the fd and the
+    buffer here agree on what has arrived."""
+
+    def __init__(self, fd):
+        self.fd, self.buf, self.eof = fd, b"", False
+
+    def fill(self):
+        data = os.read(self.fd, 1 << 16)
+        if not data:
+            self.eof = True
+        self.buf += data
+
+    def take(self):
+        """The next complete line, or None."""
+        if b"\n" not in self.buf:
+            return None
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def readline(self):
+        while b"\n" not in self.buf and not self.eof:
+            self.fill()
+        line = self.take()
+        if line is None:
+            line, self.buf = self.buf, b""
+            return line
+        return line + b"\n"
 
 
 def libc():
@@ -1374,6 +1426,7 @@ def run_sample(job, cfg, base, emit=None):
     snap_unittest, snap_harness, diff, foreign = unittest_snapshot, harness_snapshot, snapshot_diff, foreign_tests
     clip = clip_traceback
     harness_globals = globals()
+    frozen_clock, clock_read = FROZEN_CLOCK, frozen_clock_read
     umods, uclasses = unittest_modules(unittest)
     limits = cfg["limits"]
     sink = make_sink_class()()
@@ -1473,7 +1526,16 @@ def run_sample(job, cfg, base, emit=None):
             after_exec = snap_unittest(umods, uclasses)
             harness_after_exec = snap_harness(harness_globals)
 
+            # Time spent frozen (the scheduler stopped this sample to keep a core for another)
+            # does not count: the alarm re-arms itself for what it is owed.
+            credited = [clock_read(frozen_clock)]
+
             def on_alarm(signum, frame):
+                owed = clock_read(frozen_clock) - credited[0]
+                if owed > 0.001:
+                    credited[0] += owed
+                    signal.setitimer(signal.ITIMER_REAL, owed)
+                    return
                 alarm_fired.append(time.time())
                 raise TimeoutException("Timed out!")
 
@@ -1738,9 +1800,51 @@ def cgroup_oom_kills(cfg):
     return None
 
 
-def run_job(job, cfg, pidns_fd):
+class Freezer:
+    """The sample's freezer cgroup (v1 `freezer.state`), driven by the orchestrator's ops,
+    and the time it has spent frozen."""
+
+    def __init__(self, path):
+        self.path, self.total, self.since = path, 0.0, None
+        frozen_clock_write(0.0)
+        self.write("THAWED")  # a job never starts in a frozen group
+
+    def write(self, state):
+        if self.path:
+            try:
+                with open(os.path.join(self.path, "freezer.state"), "w") as f:
+                    f.write(state)
+            except OSError:
+                pass
+
+    def op(self, line, key):
+        try:
+            msg = json.loads(line)
+            op = msg.get("op") if msg.get("key") == key else None
+        except (ValueError, AttributeError):
+            return
+        if op == "freeze" and self.path and self.since is None:
+            self.since = time.time()
+            self.write("FROZEN")
+        elif op == "thaw":
+            self.thaw()
+
+    def thaw(self):
+        if self.since is not None:
+            self.total += time.time() - self.since
+            self.since = None
+            frozen_clock_write(self.total)  # before it runs again: its alarm reads this
+            self.write("THAWED")
+
+    def frozen_secs(self):
+        return self.total + (time.time() - self.since if self.since is not None else 0.0)
+
+
+def run_job(job, cfg, pidns_fd, reader):
     import select
     import shutil
+
+    freezer = Freezer(cfg.get("freezer"))
 
     expected = expected_tests(job["test"])
     job["expected"] = expected
@@ -1767,19 +1871,34 @@ def run_job(job, cfg, pidns_fd):
     send({"event": "started", "key": job["key"], "pid": None if cfg["isolation"].get("userns") else pid})
     deadline = t0 + float(job["time_limit"]) + float(cfg["limits"].get("kill_grace_secs", 1.0))
     pidfd = os.pidfd_open(pid)
+    while True:  # ops that came with the job line
+        line = reader.take()
+        if line is None:
+            break
+        freezer.op(line, job["key"])
     buf = bytearray()
     cap = 64 << 20
     killed = False
     os.set_blocking(rfd, False)
     while True:
-        left = deadline - time.time()
+        # Frozen time does not count (and a frozen sample is never killed: its deadline
+        # moves with the clock until it is thawed).
+        left = deadline + freezer.frozen_secs() - time.time()
         if left <= 0 and not killed:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
             killed = True
-        ready, _, _ = select.select([rfd, pidfd], [], [], max(left, 0.05) if not killed else 1.0)
+        watch = [rfd, pidfd] + ([] if reader.eof else [CTRL_IN])
+        ready, _, _ = select.select(watch, [], [], max(left, 0.05) if not killed else 1.0)
+        if CTRL_IN in ready:
+            reader.fill()
+            while True:
+                line = reader.take()
+                if line is None:
+                    break
+                freezer.op(line, job["key"])
         if rfd in ready:
             try:
                 data = os.read(rfd, 1 << 16)
@@ -1789,7 +1908,9 @@ def run_job(job, cfg, pidns_fd):
                 buf += data
         if pidfd in ready:
             break
-    # The child is gone (zombie, not reaped yet): kill its leftovers, then drain.
+    # The child is gone (zombie, not reaped yet): kill its leftovers (thawed first: a frozen
+    # process takes no signal), then drain.
+    freezer.thaw()
     cleanup_after(pid, cfg)
     while True:
         try:
@@ -1807,6 +1928,7 @@ def run_job(job, cfg, pidns_fd):
     if pidns_fd is None:
         kill_orphans()  # with a PID namespace, its init's death already took everything
     wall = time.time() - t0
+    frozen = freezer.frozen_secs()
     if not (cfg["isolation"].get("mountns")):
         for name in os.listdir(base):
             if name.startswith("s-"):
@@ -1817,6 +1939,8 @@ def run_job(job, cfg, pidns_fd):
     else:
         msg["exit_code"] = os.WEXITSTATUS(wstatus)
     msg["killed_at_deadline"] = killed
+    if frozen > 0:
+        msg["frozen_secs"] = frozen
     oom_after = cgroup_oom_kills(cfg)
     if oom_before is not None and oom_after is not None and oom_after > oom_before:
         msg["oom_killed"] = True
@@ -1844,11 +1968,12 @@ def run_job(job, cfg, pidns_fd):
 
 
 def main():
-    import io
+    global FROZEN_CLOCK
+    import mmap
 
-    ctrl = io.open(CTRL_IN, "rb", buffering=0)
-    reader = io.BufferedReader(ctrl)
+    reader = LineReader(CTRL_IN)
     cfg = json.loads(reader.readline())
+    FROZEN_CLOCK = mmap.mmap(-1, 8)
     # Anything the interpreter prints goes nowhere useful; keep fds 0..2 valid.
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -1891,6 +2016,14 @@ def main():
                 __import__(name)
         except BaseException as e:
             failed.append("%s (%s)" % (name, type(e).__name__))
+    if cfg.get("freezer"):
+        # An extra slot warms up inside its sample cgroup (so it can be frozen); the supervisor
+        # itself must be outside it before any sample runs there.
+        try:
+            with open(os.path.join(os.path.dirname(cfg["freezer"]), "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed})
     while True:
         line = reader.readline()
@@ -1899,7 +2032,9 @@ def main():
         job = json.loads(line)
         if job.get("op") == "exit":
             return
-        run_job(job, cfg, pidns_fd)
+        if "op" in job:
+            continue  # a freeze or thaw that arrived after its job ended
+        run_job(job, cfg, pidns_fd, reader)
         if cfg.get("one_shot"):
             return
 

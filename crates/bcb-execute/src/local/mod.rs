@@ -4,6 +4,7 @@
 //! [`env`] manages the Python evaluation environment those interpreters come from.
 
 pub mod env;
+mod freeze;
 mod pool;
 mod process;
 mod sandbox;

@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use super::freeze::Seat;
 use super::process::{run_cold, setup_failure, Base};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
@@ -75,9 +76,9 @@ impl PoolExecutor {
         })
     }
 
-    fn step(&self, w: &mut Worker, job: &Job) -> Result<Outcome, ExecError> {
+    fn step(&self, w: &mut Worker, job: &Job, seat: &Seat) -> Result<Outcome, ExecError> {
         if needs_cold_path(job) {
-            return run_cold(&w.cold, job);
+            return run_cold(&w.cold, job, seat);
         }
         let start = Instant::now();
         if w.slot
@@ -87,20 +88,20 @@ impl PoolExecutor {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match Slot::spawn(&w.warm) {
+            match Slot::spawn_for(&w.warm, Some(seat)) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
-                    return run_cold(&w.cold, job);
+                    return run_cold(&w.cold, job, seat);
                 }
             }
         }
         let slot = w.slot.as_mut().expect("slot present");
-        match slot.run(job) {
+        match slot.run(job, seat) {
             Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
                 Reading::Done(o) => Ok(o),
                 Reading::Abnormal(first) => {
-                    let mut o = run_cold(&w.cold, job)?;
+                    let mut o = run_cold(&w.cold, job, seat)?;
                     let why = first.note.unwrap_or_default();
                     o.note = Some(match o.note {
                         Some(n) => format!("{n}; retried cold after: {why}"),
@@ -125,8 +126,8 @@ impl Executor for PoolExecutor {
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
         let make = |w: usize, primary: bool| self.worker(w, primary);
-        let step = |state: &mut Result<Worker>, job: &Job| match state {
-            Ok(w) => self.step(w, job),
+        let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
+            Ok(w) => self.step(w, job, seat),
             Err(e) => setup_failure(e),
         };
         run_queue(jobs, self.base.admission(), &make, &step, done);

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use super::freeze::Seat;
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
@@ -74,9 +75,21 @@ impl Base {
         })
     }
 
-    /// Who may start a sample: `parallel` always, more while the CPUs idle.
+    /// Who may start a sample: `parallel` always, more while the CPUs idle. Samples beyond
+    /// `parallel` are frozen whenever they would take a core from the others; where no
+    /// freezer cgroup exists, none start by default (an explicit `--max-in-flight` still
+    /// overlaps, unguarded).
     pub fn admission(&self) -> Admission {
         let max = match self.cfg.max_in_flight {
+            0 if self.iso.cgroup_freezer.is_none() => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::info!(
+                        "no freezer cgroup: no sample runs beyond --parallel (an explicit --max-in-flight overlaps without the guard)"
+                    )
+                });
+                self.cfg.parallel
+            }
             0 => default_max_in_flight(self.cfg.parallel),
             n => n,
         };
@@ -99,6 +112,7 @@ impl Base {
             env: self.env.clone(),
             preload: preload.iter().map(|s| s.to_string()).collect(),
             cgroups: cgroups.dirs.clone(),
+            freezer: cgroups.freezer.clone(),
             workroot,
             one_shot,
             harness: self.root.path().join("bcb_harness.py"),
@@ -134,10 +148,11 @@ fn warm_matplotlib_cache(python: &Path, env: &[(String, String)], dir: &Path) ->
 }
 
 /// Runs one job in a fresh harness process.
-pub(crate) fn run_cold(spec: &SlotSpec, job: &Job) -> Result<Outcome, ExecError> {
+pub(crate) fn run_cold(spec: &SlotSpec, job: &Job, seat: &Seat) -> Result<Outcome, ExecError> {
     let start = Instant::now();
-    let mut slot = Slot::spawn(spec).map_err(|e| ExecError::transient(format!("{e:#}")))?;
-    let out = match slot.run(job) {
+    let mut slot =
+        Slot::spawn_for(spec, Some(seat)).map_err(|e| ExecError::transient(format!("{e:#}")))?;
+    let out = match slot.run(job, seat) {
         Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), spec.cfg.hacks) {
             Reading::Done(o) | Reading::Abnormal(o) => o,
         },
@@ -175,8 +190,9 @@ impl Executor for ProcessExecutor {
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
         let make = |w: usize, _primary: bool| self.base.spec(&format!("p{w}"), &[], true);
-        let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job| match state {
-            Ok((spec, _)) => run_cold(spec, job),
+        let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job, seat: &Seat| match state
+        {
+            Ok((spec, _)) => run_cold(spec, job, seat),
             Err(e) => setup_failure(e),
         };
         run_queue(jobs, self.base.admission(), &make, &step, done);

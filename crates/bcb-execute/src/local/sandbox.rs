@@ -34,6 +34,10 @@ pub struct Isolation {
     pub cgroup_memory: Option<PathBuf>,
     #[serde(skip)]
     pub cgroup_pids: Option<PathBuf>,
+    /// cgroup v1 freezer: samples beyond `--parallel` are stopped while our runnable demand
+    /// exceeds the cores (see `freeze.rs`).
+    #[serde(skip)]
+    pub cgroup_freezer: Option<PathBuf>,
 }
 
 impl Isolation {
@@ -396,6 +400,7 @@ impl Isolation {
             seccomp_net: Path::new("/proc/sys/kernel/seccomp").exists(),
             cgroup_memory: host.cgroup_memory,
             cgroup_pids: host.cgroup_pids,
+            cgroup_freezer: host.cgroup_freezer,
         }
     }
 }
@@ -434,6 +439,7 @@ pub fn host_isolation() -> Isolation {
         if root {
             iso.cgroup_memory = cgroup_controller("memory");
             iso.cgroup_pids = cgroup_controller("pids");
+            iso.cgroup_freezer = cgroup_controller("freezer");
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
         }
@@ -445,6 +451,13 @@ pub fn host_isolation() -> Isolation {
 /// A per-slot cgroup directory in each available controller, removed on drop.
 pub(crate) struct SlotCgroups {
     pub dirs: Vec<PathBuf>,
+    /// The freezer cgroup among `dirs`, if any.
+    pub freezer: Option<PathBuf>,
+}
+
+/// Thaws a v1 freezer cgroup (a frozen process takes no signal, not even SIGKILL).
+pub(crate) fn thaw_cgroup(dir: &Path) {
+    let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
 }
 
 impl SlotCgroups {
@@ -473,12 +486,23 @@ impl SlotCgroups {
                 }
             }
         }
-        SlotCgroups { dirs }
+        let mut freezer = None;
+        if let Some(root) = &iso.cgroup_freezer {
+            let dir = root.join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                dirs.push(dir.clone());
+                freezer = Some(dir);
+            }
+        }
+        SlotCgroups { dirs, freezer }
     }
 }
 
 impl Drop for SlotCgroups {
     fn drop(&mut self) {
+        if let Some(dir) = &self.freezer {
+            thaw_cgroup(dir);
+        }
         for dir in &self.dirs {
             // Empty by now (the harness kills every member); retry briefly for exiting tasks.
             for _ in 0..50 {

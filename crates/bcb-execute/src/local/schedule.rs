@@ -11,6 +11,11 @@
 //! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
 //! A CPU-bound run therefore keeps `workers` samples running and rarely more.
 //!
+//! Samples admitted beyond `workers` never take a core from the others: the governor
+//! (`freeze.rs`), run by the same sampler thread, freezes them while our runnable demand
+//! exceeds the cores and stops their clocks meanwhile. Roles follow running samples: the
+//! first `workers` in flight are primary, and when one ends the oldest extra takes its place.
+//!
 //! The queue learns from timeouts: when a sample of a task times out, the task's samples
 //! still queued move to the front (they probably sleep too), so they overlap with each other
 //! and with the rest of the run instead of starting together at its end. If that timeout
@@ -23,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::freeze::{govern, promote_oldest, Role, Seat};
 use crate::{ExecError, Job, OnDone, Outcome, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
@@ -205,6 +211,8 @@ struct IdleSample {
 struct Shared {
     queue: VecDeque<Job>,
     in_flight: usize,
+    /// Running samples whose role is primary (at most `workers`).
+    primaries: usize,
     last_admission: Option<Instant>,
     /// Tasks with a sample that timed out asleep.
     sleepy: HashSet<String>,
@@ -222,20 +230,26 @@ fn slept(outcome: &Outcome) -> bool {
 }
 
 /// Runs `jobs`; each worker builds its state with `make(index, primary)` and turns jobs
-/// into outcomes with `step`. `max_in_flight` bounds primary plus overlap slots.
+/// into outcomes with `step`, attaching the running sample to its [`Seat`] so the governor
+/// can freeze it. `max_in_flight` bounds primary plus overlap slots.
 pub(crate) fn run_queue<W>(
     jobs: Vec<Job>,
     admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
-    step: &(dyn Fn(&mut W, &Job) -> Result<Outcome, ExecError> + Sync),
+    step: &(dyn Fn(&mut W, &Job, &Seat) -> Result<Outcome, ExecError> + Sync),
     done: &OnDone,
 ) {
     let n = jobs.len();
     let workers = admission.workers.min(n.max(1));
     let extra = admission.extra_slots(n);
+    let seats: Vec<Seat> = (0..workers + extra).map(|_| Seat::default()).collect();
+    let cores = std::thread::available_parallelism()
+        .map_or(workers, |c| c.get())
+        .min(workers);
     let shared = Mutex::new(Shared {
         queue: VecDeque::from(jobs),
         in_flight: 0,
+        primaries: 0,
         last_admission: None,
         sleepy: HashSet::new(),
         extra_busy: vec![false; extra],
@@ -273,13 +287,14 @@ pub(crate) fn run_queue<W>(
                     }
                     last = now;
                     since = Instant::now();
+                    govern(&seats, cores);
                 }
             });
         }
         let mut handles = Vec::new();
         for w in 0..workers + extra {
             let primary = w < workers;
-            let (shared, idle, stopped) = (&shared, &idle, &stopped);
+            let (shared, idle, stopped, seats) = (&shared, &idle, &stopped, &seats);
             handles.push(scope.spawn(move || {
                 let mut state = make(w, primary);
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
@@ -297,6 +312,10 @@ pub(crate) fn run_queue<W>(
                         let my_turn = primary
                             || just_finished
                             || s.extra_busy[..w - workers].iter().all(|b| *b);
+                        // A primary role is free: this sample always runs (a primary worker's
+                        // role may have gone to an extra sample that outlived its own).
+                        let role_free = s.primaries < workers;
+                        let asks = primary || my_turn;
                         let measured = *idle.lock().unwrap();
                         let fresh = measured
                             .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
@@ -305,23 +324,30 @@ pub(crate) fn run_queue<W>(
                             idle_cores: fresh.map(|m| m.idle_cores),
                             demand: fresh.and_then(|m| m.demand),
                             renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
-                            mem_available_mb: if primary || !my_turn {
-                                None
-                            } else {
+                            mem_available_mb: if asks && !role_free {
                                 mem_available_mb()
+                            } else {
+                                None
                             },
                             next_sleeps,
                         };
                         let renew = load.renewing.is_some();
                         just_finished = false;
-                        if primary || (my_turn && admission.admits(&load)) {
+                        if asks && (role_free || admission.admits(&load)) {
                             s.in_flight += 1;
                             if !primary {
                                 s.extra_busy[w - workers] = true;
+                            }
+                            let role = if role_free {
+                                s.primaries += 1;
+                                Role::Primary
+                            } else {
                                 if !next_sleeps && !renew {
                                     s.last_admission = Some(Instant::now());
                                 }
-                            }
+                                Role::Extra
+                            };
+                            seats[w].begin(role);
                             s.queue.pop_front()
                         } else {
                             None
@@ -331,10 +357,16 @@ pub(crate) fn run_queue<W>(
                         std::thread::sleep(INTERVAL);
                         continue;
                     };
-                    let outcome = step(&mut state, &job);
+                    let outcome = step(&mut state, &job, &seats[w]);
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
+                        if seats[w].end() == Some(Role::Primary) {
+                            s.primaries -= 1;
+                            if promote_oldest(seats) {
+                                s.primaries += 1;
+                            }
+                        }
                         if !primary {
                             s.extra_busy[w - workers] = false;
                             just_finished = true;
@@ -572,7 +604,7 @@ mod tests {
         jobs.extend((0..4).map(|i| job("fast", i)));
         jobs.extend((1..4).map(|i| job("slow", i)));
         let seen = Mutex::new(Vec::new());
-        let step = |_: &mut (), j: &Job| -> Result<Outcome, ExecError> {
+        let step = |_: &mut (), j: &Job, _: &Seat| -> Result<Outcome, ExecError> {
             let status = if j.task_id() == "slow" {
                 Status::Timeout
             } else {

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::sandbox::Isolation;
+use super::freeze::{Freezable, Seat};
+use super::sandbox::{thaw_cgroup, Isolation};
 use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits};
 use crate::{ExecConfig, Job};
 
@@ -104,6 +105,8 @@ pub(crate) struct SlotSpec {
     pub env: Vec<(String, String)>,
     pub preload: Vec<String>,
     pub cgroups: Vec<PathBuf>,
+    /// The freezer cgroup among `cgroups`: the sample can be frozen (see `freeze.rs`).
+    pub freezer: Option<PathBuf>,
     pub workroot: PathBuf,
     pub one_shot: bool,
     /// HARNESS written to disk (keeps `ps` readable).
@@ -117,7 +120,9 @@ enum Incoming {
 
 pub(crate) struct Slot {
     child: Child,
-    ctrl: File,
+    /// Shared with the governor, which writes freeze/thaw ops (single atomic lines).
+    ctrl: Arc<File>,
+    freezer: Option<PathBuf>,
     events: Receiver<Incoming>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     pub jobs_done: usize,
@@ -139,6 +144,20 @@ const SLOT_SLACK: Duration = Duration::from_secs(15);
 
 impl Slot {
     pub fn spawn(spec: &SlotSpec) -> Result<Slot> {
+        Slot::spawn_for(spec, None)
+    }
+
+    /// Spawns a slot; for an extra sample's `seat`, the slot warms up (seconds of imports)
+    /// inside its freezer cgroup, so the governor can freeze the warm-up as it would the
+    /// sample. The supervisor leaves the cgroup before it says it is ready.
+    pub fn spawn_for(spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+        let warm_in = spec
+            .freezer
+            .as_ref()
+            .filter(|_| seat.is_some_and(Seat::is_extra));
+        let join = warm_in
+            .map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_encoded_bytes()))
+            .transpose()?;
         let (job_r, job_w) = cloexec_pipe()?;
         let (ev_r, ev_w) = cloexec_pipe()?;
         let mut cmd = Command::new(&spec.cfg.python);
@@ -175,6 +194,14 @@ impl Slot {
                 }
                 // Own session: the whole slot can be killed as a group.
                 libc::setsid();
+                if let Some(procs) = &join {
+                    // Warm up inside the freezer cgroup (no allocation after fork: raw calls).
+                    let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                    if fd >= 0 {
+                        libc::write(fd, b"0".as_ptr().cast(), 1);
+                        libc::close(fd);
+                    }
+                }
                 Ok(())
             });
         }
@@ -223,7 +250,8 @@ impl Slot {
         });
         let mut slot = Slot {
             child,
-            ctrl: File::from(job_w),
+            ctrl: Arc::new(File::from(job_w)),
+            freezer: spec.freezer.clone(),
             events: rx,
             stderr_tail,
             jobs_done: 0,
@@ -250,12 +278,21 @@ impl Slot {
                 .collect(),
             preload: &spec.preload,
             cgroups: &spec.cgroups,
+            freezer: spec.freezer.as_deref(),
             workroot: &spec.workroot,
             one_shot: spec.one_shot,
             hacks: spec.cfg.hacks.watches(),
         };
         slot.send(&config)?;
-        match slot.events.recv_timeout(READY_TIMEOUT) {
+        let warming = warm_in.map(|d| Arc::new(Freezable::warming(d.clone())));
+        if let (Some(w), Some(seat)) = (&warming, seat) {
+            seat.attach(w.clone());
+        }
+        let ready = slot.wait_ready(warming.as_deref());
+        if let Some(seat) = seat.filter(|_| warming.is_some()) {
+            seat.detach();
+        }
+        match ready {
             Ok(Incoming::Msg(Event::Ready { preload_failed })) => {
                 if !preload_failed.is_empty() {
                     tracing::debug!("slot preload failures: {preload_failed:?}");
@@ -270,10 +307,27 @@ impl Slot {
         }
     }
 
+    /// The first event, within [`READY_TIMEOUT`] plus any time the warm-up spent frozen.
+    fn wait_ready(&self, warming: Option<&Freezable>) -> Result<Incoming, RecvTimeoutError> {
+        let start = Instant::now();
+        loop {
+            let frozen = warming.map_or(Duration::ZERO, Freezable::frozen_for);
+            let left = (READY_TIMEOUT + frozen).saturating_sub(start.elapsed());
+            match self.events.recv_timeout(left) {
+                Err(RecvTimeoutError::Timeout)
+                    if READY_TIMEOUT + warming.map_or(Duration::ZERO, Freezable::frozen_for)
+                        > start.elapsed() => {}
+                other => return other,
+            }
+        }
+    }
+
     fn send<T: Serialize>(&mut self, v: &T) -> Result<()> {
         let mut line = serde_json::to_vec(v)?;
         line.push(b'\n');
-        self.ctrl.write_all(&line).context("harness control pipe")?;
+        (&*self.ctrl)
+            .write_all(&line)
+            .context("harness control pipe")?;
         Ok(())
     }
 
@@ -293,11 +347,36 @@ impl Slot {
             libc::kill(pid, libc::SIGKILL);
         }
         let _ = self.child.wait();
+        if let Some(dir) = &self.freezer {
+            thaw_cgroup(dir); // a frozen sample takes no signal: let its kill land
+        }
         self.dead = true;
     }
 
-    /// Runs one job; `Err` means the slot itself is unusable (it has been killed).
-    pub fn run(&mut self, job: &Job) -> Result<ResultMsg, SlotFailure> {
+    /// Runs one job; `Err` means the slot itself is unusable (it has been killed). The
+    /// sample is attached to `seat` while it runs, so the governor can freeze it.
+    pub fn run(&mut self, job: &Job, seat: &Seat) -> Result<ResultMsg, SlotFailure> {
+        let sample = self.freezer.clone().map(|dir| {
+            Arc::new(Freezable::new(
+                dir,
+                self.ctrl.clone(),
+                self.jobs_done as u64,
+            ))
+        });
+        if let Some(s) = &sample {
+            seat.attach(s.clone());
+        }
+        let out = self.run_attached(job, sample.as_deref());
+        seat.detach();
+        out
+    }
+
+    fn run_attached(
+        &mut self,
+        job: &Job,
+        sample: Option<&Freezable>,
+    ) -> Result<ResultMsg, SlotFailure> {
+        let frozen = || sample.map_or(Duration::ZERO, Freezable::frozen_for);
         let start = Instant::now();
         self.send(&JobRequest {
             key: self.jobs_done as u64,
@@ -315,7 +394,8 @@ impl Slot {
         let limit = job.time_limit + SLOT_SLACK + Duration::from_secs(5);
         let mut sample_pid: Option<i32> = None;
         loop {
-            let left = limit.saturating_sub(start.elapsed());
+            // Time the sample spent frozen does not count against it.
+            let left = (limit + frozen()).saturating_sub(start.elapsed());
             match self.events.recv_timeout(left) {
                 Ok(Incoming::Msg(Event::Started { pid })) => sample_pid = pid,
                 Ok(Incoming::Msg(Event::Result(m))) => {
@@ -334,6 +414,7 @@ impl Slot {
                         timed_out: false,
                     });
                 }
+                Err(RecvTimeoutError::Timeout) if (limit + frozen()) > start.elapsed() => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(p) = sample_pid {
                         unsafe { libc::kill(p, libc::SIGKILL) };

@@ -1,6 +1,6 @@
 //! The protocol between a slot (Rust) and its harness process (`harness.py`), as serde types.
 //! Control pipe (fd 3, JSON lines to the harness): one [`SlotConfig`], then [`JobRequest`]s or
-//! [`Control::Exit`]. Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
+//! [`Control::Exit`] (and, from the governor, freeze/thaw ops). Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
 //! `harness.py`'s header lists the same fields; change both together.
 
 use std::collections::BTreeMap;
@@ -20,6 +20,8 @@ pub(crate) struct SlotConfig<'a> {
     pub env: BTreeMap<&'a str, &'a str>,
     pub preload: &'a [String],
     pub cgroups: &'a [PathBuf],
+    /// The freezer cgroup among `cgroups` (the scheduler's `freeze`/`thaw` ops act on it).
+    pub freezer: Option<&'a Path>,
     pub workroot: &'a Path,
     pub one_shot: bool,
     /// Run the reward-hack watch (see `crate::hack`).
@@ -53,6 +55,8 @@ pub(crate) struct JobRequest<'a> {
 pub(crate) enum Control {
     Exit,
 }
+// While job `key` runs, the governor (`freeze.rs`) also writes `{"op":"freeze"|"thaw","key":K}`
+// lines: stop or resume the sample (its freezer cgroup); frozen time extends its deadlines.
 
 /// What the harness says on fd 4.
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# A real-answer sweep with few duplicate programs against its CPU floor: bench/make-sweep.py
+# with --max-dup (default 0.05: at most 5% of the samples repeat a program of their task, as
+# real checkpoints sampled at temperature do), n per task on the hard subset, evaluated with a
+# cold verdict cache and no ground truth (the limits are then 241 s for every task, as with
+# it). Prints, per binary:
+#   wall, and the CPU floor = sum of per-sample CPU (rusage of each sample's tree) / parallel,
+#   wall / floor (goal: <= 1.1), the longest sample, the tail after the last non-timeout
+#   verdict, and where the timeouts started (seconds into the run, and their rank in it).
+# Journal lines are stamped as they arrive (the journal is deleted when a run ends).
+#
+# usage: bench/sweep-floor.sh [n, default 10] [parallel, default nproc]
+# env:   MAX_DUP (default 0.05), SUBSET (hard), BASELINE_BCB=path/to/other/bcb (run first,
+#        same file, e.g. main's), BCB_BIN (default: cargo build --release), BCB_PYTHON,
+#        BCB_DATASET_DIR, BENCH_OUT, BENCH_IDS=1,2,3 (only those tasks: a quick check of the
+#        script). Run it on an otherwise idle machine.
+set -euo pipefail
+n=${1:-10}
+parallel=${2:-$(nproc)}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
+out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-floor.XXXXXX)}
+mkdir -p "$out"
+if [[ -z "${BCB_BIN:-}" ]]; then
+    (cd "$here" && cargo build -q --release --bin bcb)
+    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+fi
+subset=${SUBSET:-hard}
+file="sweep--main--bigcodebench-$subset-complete--bench-0-$n-sanitized_calibrated.jsonl"
+python3 "$here/bench/make-sweep.py" "$out/$file" --n "$n" --subset "$subset" \
+    --max-dup "${MAX_DUP:-0.05}" --shared "$BCB_DATASET_DIR/.." >&2
+
+run() { # name binary
+    local name=$1 bin=$2 dir="$out/$1"
+    rm -rf "$dir"; mkdir -p "$dir"; cp "$out/$file" "$dir/"
+    echo "== $name: $bin evaluate --no-gt --parallel $parallel (cold cache)" >&2
+    local ids=()
+    [[ -n "${BENCH_IDS:-}" ]] && ids=(--ids "$BENCH_IDS")
+    BCB_CACHE_DIR=$dir/cache /usr/bin/time -f '%e %M' -o "$dir/time" \
+        "$bin" evaluate --samples "$dir/$file" --no-gt --parallel "$parallel" -q "${ids[@]}" \
+        >"$dir/out" 2>"$dir/err" &
+    local pid=$!
+    python3 - "$dir" "$pid" >"$dir/stamped.jsonl" <<'PY'
+import glob, json, os, sys, time
+d, pid = sys.argv[1], int(sys.argv[2])
+t0, pos, buf, path = time.time(), 0, b"", None
+def alive():
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+while True:
+    running = alive()
+    path = path or next(iter(glob.glob(d + "/*.partial.jsonl")), None)
+    if path:
+        try:
+            with open(path, "rb") as f:
+                f.seek(pos)
+                chunk = f.read()
+            pos += len(chunk)
+            buf += chunk
+        except FileNotFoundError:
+            pass
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "id" in r:
+                print(json.dumps({"t": time.time() - t0, "task_id": r["id"]["task_id"],
+                                  "status": r["status"], "wall": r.get("wall_secs") or 0.0,
+                                  "cpu": r.get("cpu_secs") or 0.0}), flush=True)
+    if not running:
+        break
+    time.sleep(0.1)
+PY
+    wait "$pid" || true
+}
+
+[[ -n "${BASELINE_BCB:-}" ]] && run baseline "$BASELINE_BCB"
+run current "$BCB_BIN"
+
+python3 - "$out" "$parallel" <<'PY'
+import json, os, sys
+out, cores = sys.argv[1], int(sys.argv[2])
+for name in ("baseline", "current"):
+    d = os.path.join(out, name)
+    if not os.path.exists(os.path.join(d, "time")):
+        continue
+    rows = [json.loads(l) for l in open(os.path.join(d, "stamped.jsonl"))]
+    wall, rss = open(os.path.join(d, "time")).read().split("\n")[-2].split()
+    wall = float(wall)
+    if not rows:
+        print(f"{name:9s} no verdicts seen (see {d}/err)")
+        continue
+    floor = sum(r["cpu"] for r in rows) / cores
+    longest = max(rows, key=lambda r: r["wall"])
+    last = max(r["t"] for r in rows)
+    done = [r["t"] for r in rows if r["status"] != "timeout"]
+    tail = last - (max(done) if done else 0.0)
+    starts = sorted(r["t"] - r["wall"] for r in rows)
+    timeouts = sorted((r["t"] - r["wall"], r["task_id"]) for r in rows if r["status"] == "timeout")
+    rank = lambda s: sum(1 for x in starts if x <= s)
+    print(f"{name:9s} wall {wall:7.1f}s  CPU floor {floor:7.1f}s (sum {floor * cores:.0f}s / {cores})  "
+          f"wall/floor {wall / floor:.2f} (goal <= 1.10)  peak RSS {int(rss) / 1024:.0f} MB  samples run {len(rows)}")
+    print(f"{'':9s} longest sample {longest['wall']:.1f}s ({longest['task_id']}); tail after the last "
+          f"non-timeout verdict {tail:.1f}s; timeouts {len(timeouts)} started at " +
+          ", ".join(f"{s:.0f}s (#{rank(s)}, {t.split('/')[1]})" for s, t in timeouts))
+print(f"(files in {out})")
+PY
