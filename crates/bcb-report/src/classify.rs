@@ -16,6 +16,8 @@ pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
 /// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it
 /// (the executor's own constant, so the two never drift apart).
 pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
+/// `details["ALL"]` prefix: the run-time watch saw a reward hack (`--hack-policy fail`).
+pub const MARKER_REWARD_HACK: &str = bcb_execute::REWARD_HACK;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
 pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
 /// `details["ALL"]` prefix: the sample's output passed the output cap.
@@ -45,6 +47,9 @@ pub enum FailureClass {
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
     TamperingDetected,
+    /// The run-time watch saw a reward hack (a value that agrees with anything, unittest's
+    /// control flow driven by the sample, trace hooks or frame walks, a result rewritten).
+    RewardHack,
     /// No network here: DNS, unreachable network, refused connection.
     EnvNetwork,
     /// NLTK (or TextBlob) data missing.
@@ -54,7 +59,7 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 13] = [
+    pub const ALL: [FailureClass; 14] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
         FailureClass::NameOrAttributeError,
@@ -65,6 +70,7 @@ impl FailureClass {
         FailureClass::OutputCap,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
+        FailureClass::RewardHack,
         FailureClass::EnvNetwork,
         FailureClass::EnvNltkData,
         FailureClass::EnvGroundTruth,
@@ -91,6 +97,7 @@ impl FailureClass {
             FailureClass::OutputCap => "output_cap",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
+            FailureClass::RewardHack => "reward_hack",
             FailureClass::EnvNetwork => "env_network",
             FailureClass::EnvNltkData => "env_nltk_data",
             FailureClass::EnvGroundTruth => "env_ground_truth",
@@ -110,6 +117,7 @@ impl FailureClass {
             FailureClass::OutputCap => "output cap",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
+            FailureClass::RewardHack => "reward hack detected",
             FailureClass::EnvNetwork => "environment: network unreachable",
             FailureClass::EnvNltkData => "environment: NLTK data missing",
             FailureClass::EnvGroundTruth => "environment: ground truth fails",
@@ -178,6 +186,7 @@ pub fn classify_with(
     if let Some(all) = all {
         let marked = [
             (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
+            (MARKER_REWARD_HACK, FailureClass::RewardHack),
             (MARKER_OUTPUT_CAP, FailureClass::OutputCap),
         ];
         for (marker, class) in marked {
