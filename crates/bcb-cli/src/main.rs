@@ -37,6 +37,9 @@ enum Command {
     Syncheck(commands::syncheck::Args),
     /// Run samples against their tasks' unit tests and score them (pass@k).
     Evaluate(Box<commands::evaluate::Args>),
+    /// The sandbox side of `evaluate --execution e2b`: run a file of jobs locally.
+    #[command(hide = true)]
+    ExecJobs(commands::exec_jobs::Args),
     /// Write failing samples, tests and tracebacks to a folder for reading.
     Inspect(commands::inspect::Args),
     /// Join the journals of `evaluate --shard I/N` runs into the files of one run.
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
             commands::evaluate::run(*a)
         }
         Command::Inspect(a) => commands::inspect::run(a),
+        Command::ExecJobs(a) => commands::exec_jobs::run(a),
         Command::Merge(mut a) => {
             a.subset_typed = typed("merge", "subset");
             a.version_typed = typed("merge", "version");

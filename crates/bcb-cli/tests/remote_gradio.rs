@@ -1,27 +1,23 @@
 //! `bcb evaluate --execution gradio` against bcb's own evaluator Space (`space/app.py`) served
 //! by real Gradio 5 and 6 servers on loopback, which run the real `bcb` binary, eval env and
-//! dataset inside. Checked: the result files equal a local run's (date aside), the original's
-//! client (bigcodebench 0.2.5) gets the same files, a Space restarted mid-job is survived, and
-//! an upload over the Space's limit is a clear error.
+//! dataset inside. Checked: the result files equal a local run's (date aside), also after a run
+//! killed halfway resumes from its journal, with progress lines in a log; the original's client
+//! (bigcodebench 0.2.5) gets the same files; a Space restarted mid-job is survived; an upload
+//! over the Space's limit is a clear error; `--no-execute` sends nothing.
 //!
 //! Needs `.ci/setup-gradio.sh` (BCB_GRADIO5_PYTHON, BCB_GRADIO6_PYTHON) besides the eval env
 //! and the dataset; `BCB_REQUIRE_GRADIO=1` (CI) turns a missing one into a failure.
 
 mod evalkit;
+mod remotekit;
 
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use evalkit::Env;
-use serde_json::Value;
-
-/// Hard-subset tasks that run offline in a few seconds.
-const IDS: &str = "19,92,100,108";
-const SAMPLES_NAME: &str = "m--bigcodebench-hard-complete.jsonl";
-const REAL_SAMPLES: &str = "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz";
+use remotekit::{local_run, outputs, write_samples, IDS};
 
 /// bcb's Space under a real Gradio server; killed (with its jobs) on drop.
 struct Space {
@@ -118,85 +114,27 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Canonical solutions of the hard tasks in `IDS` plus a real model's answers to them.
-fn write_samples(env: &Env, dir: &Path) -> PathBuf {
-    let ds = bcb_dataset::Dataset::from_file(
-        &env.dataset_dir.join("bigcodebench-hard-v0.1.4.jsonl.gz"),
-        bcb_dataset::Subset::Hard,
-        "v0.1.4",
-    )
-    .unwrap();
-    let ids = bcb_dataset::parse_task_ids(IDS);
-    let mut rows: Vec<Value> = ids
-        .iter()
-        .map(|id| {
-            let t = serde_json::to_value(ds.get(id).unwrap()).unwrap();
-            let solution = format!(
-                "{}{}",
-                t["complete_prompt"].as_str().unwrap(),
-                t["canonical_solution"].as_str().unwrap()
-            );
-            serde_json::json!({"task_id": id, "solution": solution})
-        })
-        .collect();
-    let real = env.dataset_dir.join("../real-samples").join(REAL_SAMPLES);
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&real).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    for line in text.lines() {
-        let r: Value = serde_json::from_str(line).unwrap();
-        if ids.iter().any(|id| r["task_id"] == id.as_str()) {
-            rows.push(serde_json::json!({"task_id": r["task_id"], "solution": r["solution"]}));
-        }
-    }
-    assert_eq!(rows.len(), 2 * ids.len(), "real samples cover the tasks");
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(SAMPLES_NAME);
-    evalkit::write_jsonl(&path, &rows);
-    path
-}
-
-/// `X_eval_results.json` without its date, and `X_pass_at_k.json`, of a run in `dir`.
-fn outputs(dir: &Path) -> (Value, Value) {
-    let stem = SAMPLES_NAME.trim_end_matches(".jsonl");
-    let mut results = evalkit::read_json(&dir.join(format!("{stem}_eval_results.json")));
-    results.as_object_mut().unwrap().remove("date");
-    let pass_at_k = evalkit::read_json(&dir.join(format!("{stem}_pass_at_k.json")));
-    (results, pass_at_k)
-}
-
-fn local_run(env: &Env) -> (Value, Value) {
-    let samples = write_samples(env, &env.path("local"));
-    let out = env.run(&[
-        "evaluate",
-        "--subset",
-        "hard",
-        "--ids",
-        IDS,
-        "--quiet",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert!(out.status.success());
-    outputs(&env.path("local"))
-}
-
-fn remote_run(env: &Env, url: &str, dir: &str) -> Output {
+fn remote(env: &Env, url: &str, dir: &str, extra: &[&str]) -> Command {
     let samples = write_samples(env, &env.path(dir));
-    env.run(&[
+    let mut cmd = env.bcb();
+    cmd.args([
         "evaluate",
         "--execution",
         "gradio",
         "--gradio-endpoint",
         url,
-        "--subset",
-        "hard",
-        "--ids",
-        IDS,
-        "--samples",
-        samples.to_str().unwrap(),
     ])
+    .args(["--subset", "hard", "--ids", IDS])
+    .args(extra)
+    .arg("--samples")
+    .arg(samples);
+    cmd
+}
+
+fn remote_run(env: &Env, url: &str, dir: &str) -> Output {
+    let out = remote(env, url, dir, &[]).output().unwrap();
+    eprintln!("{}", evalkit::stderr(&out));
+    out
 }
 
 /// The original harness's own client: `bigcodebench.evaluate --execution gradio`.
@@ -388,4 +326,49 @@ fn gradio_endpoint_down_fails_after_bounded_retries_without_local_fallback() {
             .exists(),
         "no local fallback"
     );
+}
+
+/// A run killed after half its samples resumes from its journal to a local run's files; both
+/// runs log progress lines.
+fn killed_halfway_resumes(major: u32) {
+    let (Some(env), Some(py)) = (evalkit::env(), bcb_testkit::gradio_python(major)) else {
+        return;
+    };
+    let space = Space::start(&py, &env, free_port(), &[]);
+    let local = local_run(&env);
+    let args = ["--remote-chunk", "2", "--progress-interval", "1"];
+    let log = env.path("killed.log");
+    let dir = env.path("remote");
+    remotekit::kill_at_half(remote(&env, &space.url(), "remote", &args), &dir, &log);
+    remotekit::assert_progress_lines(&log);
+    let log = env.path("resumed.log");
+    let out = remotekit::run_logged(remote(&env, &space.url(), "remote", &args), &log);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("already done, resuming"), "{text}");
+    assert!(text.contains(&format!("Gradio {major}.")), "{text}");
+    assert_eq!(outputs(&dir), local);
+}
+
+#[test]
+fn gradio5_space_run_killed_halfway_resumes_to_the_files_of_a_local_run() {
+    killed_halfway_resumes(5);
+}
+
+#[test]
+fn gradio6_space_run_killed_halfway_resumes_to_the_files_of_a_local_run() {
+    killed_halfway_resumes(6);
+}
+
+#[test]
+fn gradio_no_execute_sends_nothing() {
+    let Some(env) = evalkit::env() else { return };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let out = remote(&env, &url, "remote", &["--no-execute"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    assert!(listener.accept().is_err(), "nothing may reach the Space");
 }

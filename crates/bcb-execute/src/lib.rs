@@ -5,28 +5,34 @@
 //! upstream's terms ([`Status`] + [`Details`]) with timings — or an [`ExecError`] when it
 //! could not get one (infrastructure, retryable or not). An `ExecError` is never a verdict.
 //!
-//! Backends: [`local`] (this machine: a sandboxed fresh process or pre-warmed pool per
-//! sample, see its docs). Remote backends plug in behind the same trait; [`ExecutorSpec`]
-//! names which one a run uses.
+//! Backends, one folder each: [`local`] (this machine: a sandboxed fresh process or
+//! pre-warmed pool per sample, see its docs), [`gradio`] (a BigCodeBench evaluator Space) and
+//! [`e2b`] (an E2B sandbox running the local backend). Remote ones send jobs in chunks through
+//! [`remote::Chunked`] and keep the same contract; [`ExecutorSpec`] names which one a run uses.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+pub mod e2b;
 mod error;
+pub mod gradio;
+pub mod hack;
 pub mod intake;
 mod job;
 pub mod local;
+pub mod remote;
 mod spec;
 mod verdict;
 
 pub use error::ExecError;
+pub use hack::{HackClass, HackFlag, HackPolicy, REWARD_HACK};
 pub use intake::{JobSource, OnServed, Peek, Ticket};
 pub use job::{program_digest, Job, JobId, Limits, Program};
 pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
     Protection,
 };
-pub use spec::{ExecutorSpec, LocalKind};
+pub use spec::{ExecutorSpec, LocalKind, Runtime};
 pub use verdict::{Details, Outcome, Remark, Status, ALL};
 
 /// Interpreter and limits every local backend needs.
@@ -40,6 +46,8 @@ pub struct ExecConfig {
     /// `parallel` only while CPUs idle and memory allows); 0 = [`default_max_in_flight`].
     pub max_in_flight: usize,
     pub limits: Limits,
+    /// What a detected reward hack gets; `Off` runs no watch.
+    pub hacks: HackPolicy,
 }
 
 /// What the caller hears for each job, from any thread, as it finishes. Returning

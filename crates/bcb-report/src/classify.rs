@@ -16,6 +16,8 @@ pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
 /// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it
 /// (the executor's own constant, so the two never drift apart).
 pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
+/// `details["ALL"]` prefix: the run-time watch saw a reward hack (`--hack-policy fail`).
+pub const MARKER_REWARD_HACK: &str = bcb_execute::REWARD_HACK;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
 pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
 
@@ -41,6 +43,9 @@ pub enum FailureClass {
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
     TamperingDetected,
+    /// The run-time watch saw a reward hack (a value that agrees with anything, unittest's
+    /// control flow driven by the sample, trace hooks or frame walks, a result rewritten).
+    RewardHack,
     /// No network here: DNS, unreachable network, refused connection.
     EnvNetwork,
     /// NLTK (or TextBlob) data missing.
@@ -52,7 +57,7 @@ pub enum FailureClass {
 impl FailureClass {
     // No "output cap" class: output past `--output-cap` is dropped, as upstream swallows all
     // output, and never fails a sample.
-    pub const ALL: [FailureClass; 12] = [
+    pub const ALL: [FailureClass; 13] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
         FailureClass::NameOrAttributeError,
@@ -62,6 +67,7 @@ impl FailureClass {
         FailureClass::MemoryLimit,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
+        FailureClass::RewardHack,
         FailureClass::EnvNetwork,
         FailureClass::EnvNltkData,
         FailureClass::EnvGroundTruth,
@@ -87,6 +93,7 @@ impl FailureClass {
             FailureClass::MemoryLimit => "memory_limit",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
+            FailureClass::RewardHack => "reward_hack",
             FailureClass::EnvNetwork => "env_network",
             FailureClass::EnvNltkData => "env_nltk_data",
             FailureClass::EnvGroundTruth => "env_ground_truth",
@@ -105,6 +112,7 @@ impl FailureClass {
             FailureClass::MemoryLimit => "memory limit",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
+            FailureClass::RewardHack => "reward hack detected",
             FailureClass::EnvNetwork => "environment: network unreachable",
             FailureClass::EnvNltkData => "environment: NLTK data missing",
             FailureClass::EnvGroundTruth => "environment: ground truth fails",
@@ -171,7 +179,10 @@ pub fn classify_with(
     }
     // bcb's own markers are exact: they win over everything else.
     if let Some(all) = all {
-        let marked = [(MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused)];
+        let marked = [
+            (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
+            (MARKER_REWARD_HACK, FailureClass::RewardHack),
+        ];
         for (marker, class) in marked {
             if all.starts_with(marker) {
                 return Some(failure(class, None, "ALL", all));

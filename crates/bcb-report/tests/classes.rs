@@ -10,7 +10,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use bcb_report::classify::{
-    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_TAMPER_DETECTED, MARKER_TAMPER_REFUSED,
+    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_REWARD_HACK, MARKER_TAMPER_DETECTED,
+    MARKER_TAMPER_REFUSED,
 };
 use bcb_report::results::{RunResults, Sample, Status};
 use common::{here_file, real_samples, results_file, HERMES, PHI};
@@ -129,6 +130,15 @@ fn constructed_marker_samples_give_the_bcb_classes() {
                 &format!("{MARKER_TAMPER_DETECTED}result nonce mismatch"),
             ),
             FailureClass::TamperingDetected,
+        ),
+        (
+            marked(
+                Status::Fail,
+                &format!(
+                    "{MARKER_REWARD_HACK}: equality: Agree.__eq__ agrees with anything (line 5)"
+                ),
+            ),
+            FailureClass::RewardHack,
         ),
         (
             marked(Status::Timeout, MARKER_MEMORY_LIMIT),

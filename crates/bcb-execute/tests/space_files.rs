@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use bcb_remote::gradio::PARAMETERS;
+use bcb_execute::gradio::PARAMETERS;
 
 fn repo(path: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

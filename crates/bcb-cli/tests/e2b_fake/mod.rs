@@ -1,18 +1,21 @@
-//! A PROTOCOL FAKE of E2B on loopback (E2B itself cannot run here), shared by the bcb-remote
-//! and bcb-cli tests. It serves only the routes bcb uses, shaped as E2B's published specs
-//! define them (github.com/e2b-dev/E2B `spec/openapi.yml`, `spec/envd/envd.yaml`,
-//! `spec/envd/process/process.proto`); it runs no code: its "process" writes canned result
-//! files, and a failure can be injected at any step.
+//! A PROTOCOL FAKE of E2B on loopback (E2B itself cannot run here). It serves only the routes
+//! bcb uses, shaped as E2B's published specs define them (github.com/e2b-dev/E2B
+//! `spec/openapi.yml`, `spec/envd/envd.yaml`, `spec/envd/process/process.proto`). Its sandbox
+//! is a temporary directory standing for `/home/user`: uploaded files land there, and the
+//! command it is sent runs there with the REAL bcb (the test's binary) first on `PATH`, so a
+//! flag the client drops or misspells fails here as it would in E2B. A failure can be injected
+//! at any step.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
-use bcb_remote::e2b::connect_frame;
+use bcb_execute::e2b::connect_frame;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum Fail {
@@ -28,26 +31,50 @@ pub enum Fail {
 #[derive(Default)]
 pub struct State {
     pub calls: Vec<String>,
-    pub files: HashMap<String, Vec<u8>>,
+    /// The commands the sandbox ran, as sent.
+    pub commands: Vec<String>,
+    /// Environment the sandbox's commands get (what the template's image sets).
+    pub env: Vec<(String, String)>,
 }
 
 pub struct Fake {
     pub url: String,
     pub state: Arc<Mutex<State>>,
+    /// The sandbox's `/home/user`.
+    pub home: tempfile::TempDir,
+}
+
+/// The fake's sandbox: where `/home/user` is, and the bcb its commands run.
+struct Sandbox {
+    home: PathBuf,
+    bin: PathBuf,
 }
 
 pub fn start(fail: Fail) -> Fake {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let state = Arc::new(Mutex::new(State::default()));
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join(".bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_bcb"), bin.join("bcb")).unwrap();
+    let sb = Arc::new(Sandbox {
+        home: home.path().to_path_buf(),
+        bin,
+    });
     let st = state.clone();
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
-            let st = st.clone();
-            std::thread::spawn(move || serve(conn, &st, fail));
+            let (st, sb) = (st.clone(), sb.clone());
+            std::thread::spawn(move || serve(conn, &st, &sb, fail));
         }
     });
-    Fake { url, state }
+    Fake { url, state, home }
+}
+
+/// A sandbox path (`/home/user/x`) on this machine.
+fn local(sb: &Sandbox, path: &str) -> PathBuf {
+    sb.home.join(path.trim_start_matches("/home/user/"))
 }
 
 fn respond(mut s: &TcpStream, status: &str, body: &[u8]) {
@@ -64,7 +91,7 @@ fn query(target: &str, key: &str) -> Option<String> {
     })
 }
 
-fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
+fn serve(conn: TcpStream, st: &Mutex<State>, sb: &Sandbox, fail: Fail) {
     let mut r = BufReader::new(conn.try_clone().unwrap());
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
@@ -122,7 +149,7 @@ fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
                     br#"{"code":507,"message":"not enough disk space"}"#,
                 ),
                 _ => {
-                    st.lock().unwrap().files.insert(path.clone(), body);
+                    std::fs::write(local(sb, &path), multipart_file(&body)).unwrap();
                     respond(
                         &conn,
                         "200 OK",
@@ -134,7 +161,7 @@ fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
         // envd.yaml `GET /files?path&username` → the bytes, 404 when missing.
         ("GET", "/files") => {
             let path = query(&target, "path").unwrap();
-            let file = st.lock().unwrap().files.get(&path).cloned();
+            let file = std::fs::read(local(sb, &path)).ok();
             match (fail, file) {
                 (Fail::Download, _) | (_, None) => respond(
                     &conn,
@@ -155,14 +182,7 @@ fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
             );
             let msg: serde_json::Value = serde_json::from_slice(&body[5..]).unwrap();
             let cmd = msg["process"]["args"][2].as_str().unwrap().to_string();
-            assert!(cmd.starts_with("bcb evaluate --execution local"), "{cmd}");
-            let samples = cmd
-                .split("--samples '")
-                .nth(1)
-                .unwrap()
-                .trim_end_matches('\'')
-                .to_string();
-            let stem = samples.trim_end_matches(".jsonl").to_string();
+            st.lock().unwrap().commands.push(cmd.clone());
             let mut s = &conn;
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/connect+json\r\nConnection: close\r\n\r\n");
             let send = |mut s: &TcpStream, flags: u8, v: serde_json::Value| {
@@ -170,23 +190,46 @@ fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
             };
             let b64 = base64::engine::general_purpose::STANDARD;
             let _ = send(s, 0, serde_json::json!({"event": {"start": {"pid": 42}}}));
-            let _ = send(
-                s,
-                0,
-                serde_json::json!({"event": {"data": {"stdout": b64.encode("evaluate: 1 run\n")}}}),
-            );
             if fail == Fail::Hang {
                 while send(s, 0, serde_json::json!({"event": {"keepalive": {}}})).is_ok() {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 return;
             }
-            let code = if fail == Fail::Run { 1 } else { 0 };
-            if code == 0 {
-                let mut st = st.lock().unwrap();
-                st.files.insert(format!("{stem}_eval_results.json"), br#"{"date": "2026-12-01 09:00", "eval": {"BigCodeBench/1": [{"task_id": "BigCodeBench/1", "solution": "x", "status": "pass", "details": {}}]}}"#.to_vec());
-                st.files.insert(format!("{stem}_pass_at_k.json"), br#"{"pass@1": 1.0, "model": "m", "split": "complete", "subset": "full", "calibrated": true, "gt_pass_rate": 1.0, "failed_tasks": []}"#.to_vec());
-            }
+            let code = if fail == Fail::Run {
+                let _ = send(
+                    s,
+                    0,
+                    serde_json::json!({"event": {"data": {"stderr": b64.encode("error: injected failure\n")}}}),
+                );
+                1
+            } else {
+                // The real command, in the sandbox's home, with the real bcb.
+                let cmd = cmd.replace("/home/user", sb.home.to_str().unwrap());
+                let path = format!(
+                    "{}:{}",
+                    sb.bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                );
+                let env = st.lock().unwrap().env.clone();
+                let out = std::process::Command::new("/bin/bash")
+                    .args(["-c", &cmd])
+                    .envs(env)
+                    .current_dir(&sb.home)
+                    .env("PATH", path)
+                    .output()
+                    .unwrap();
+                for (key, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                    if !bytes.is_empty() {
+                        let _ = send(
+                            s,
+                            0,
+                            serde_json::json!({"event": {"data": {key: b64.encode(bytes)}}}),
+                        );
+                    }
+                }
+                out.status.code().unwrap_or(137)
+            };
             let _ = send(
                 s,
                 0,
@@ -199,9 +242,39 @@ fn serve(conn: TcpStream, st: &Mutex<State>, fail: Fail) {
     }
 }
 
+/// The file part of a multipart body (envd's `file` field).
+fn multipart_file(body: &[u8]) -> Vec<u8> {
+    let start = find(body, b"\r\n\r\n").unwrap() + 4;
+    let boundary_end = find(body, b"\r\n").unwrap();
+    let mut closing = b"\r\n".to_vec();
+    closing.extend_from_slice(&body[..boundary_end]);
+    let end = start + find(&body[start..], &closing).unwrap();
+    body[start..end].to_vec()
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 impl Fake {
     /// The routes called so far, in order (`METHOD /path`).
     pub fn calls(&self) -> Vec<String> {
         self.state.lock().unwrap().calls.clone()
+    }
+
+    /// The commands run in the sandbox so far.
+    pub fn commands(&self) -> Vec<String> {
+        self.state.lock().unwrap().commands.clone()
+    }
+
+    /// Sets a variable for the sandbox's commands (as the template's image would).
+    pub fn set_env(&self, key: &str, value: &Path) {
+        let v = value.to_string_lossy().to_string();
+        self.state.lock().unwrap().env.push((key.into(), v));
+    }
+
+    /// The sandbox's `/home/user` on this machine.
+    pub fn home(&self) -> &Path {
+        self.home.path()
     }
 }

@@ -1,34 +1,43 @@
-//! Client of the BigCodeBench evaluator Space (upstream's `--execution gradio`), over Gradio's
-//! plain HTTP API, so it works with any Gradio version that has it (4.x at the root, 5.x and
-//! 6.x under the prefix `/config` names):
+//! `--execution gradio`: a BigCodeBench evaluator Space (upstream's, or bcb's own in `space/`)
+//! as an executor, over Gradio's plain HTTP API, so any Gradio version that has it works (4.x
+//! at the root, 5.x and 6.x under the prefix `/config` names):
 //!
 //! 1. `GET /config` → `api_prefix`, `version`;
 //! 2. `GET {prefix}/info` → the endpoint (`/predict`, or Gradio 6's `/evaluate`) and its inputs,
-//!    checked against the 13 the Space takes;
-//! 3. `POST {prefix}/upload` (multipart `files`) → the server path of the samples file;
-//! 4. `POST {prefix}/call/{api}` with the 13 values → `event_id`;
-//! 5. `GET {prefix}/call/{api}/{event_id}`: server-sent events through `heartbeat`s to
-//!    `complete` (`[results, pass_at_k]`) or `error`.
+//!    checked against the 13 the Space takes (both once, when the executor is built);
+//! 3. per chunk of jobs: `POST {prefix}/upload` of a samples file holding each job's program as
+//!    its `solution`; `POST {prefix}/call/{api}` with the 13 values → `event_id`;
+//!    `GET {prefix}/call/{api}/{event_id}`: server-sent events to `complete` (`[results,
+//!    pass_at_k]`) or `error`.
+//!
+//! Jobs carry the executed code (calibration already applied), so the Space is asked for
+//! `calibrated = false` and runs each program as it is; `no_gt = true` (the session sends the
+//! canonical solutions as jobs of their own) with the chunk's time limit as `min_time_limit`
+//! when it exceeds the Space's own rule. Verdicts come back per task in file order and are
+//! matched to jobs by that order, each checked against its program text.
 //!
 //! Connection errors, 429 and 5xx (Gradio's queue-full is 503) are retried with backoff; a
-//! job lost mid-run (the stream breaks: Space restarted) is resubmitted from step 1 once.
+//! job lost mid-run (the stream breaks: Space restarted) is resubmitted once.
 
+mod sse;
+
+use std::collections::HashMap;
 use std::io::BufReader;
 use std::time::{Duration, Instant};
 
-use backon::BackoffBuilder;
-use bcb_eval::EvalResults;
-use bcb_execute::ExecError;
 use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::{
-    pass_at_k_from_json, short, sse, Progress, RemoteEvaluator, RemoteRequest, RemoteResult,
-};
+use crate::remote::{all_failed, error_chain, short, HttpRetry, JobResults, RemoteBackend};
+use crate::{Details, ExecError, Job, JobId, Outcome, Status};
 
 /// The upstream Space (the original's default `--gradio_endpoint`).
 pub const DEFAULT_ENDPOINT: &str = "https://bigcode-bigcodebench-evaluator.hf.space/";
+
+/// The per-sample base time limit every Space applies (upstream's `TIMEOUT_LIMIT`): with
+/// `no_gt` its limit is `max(240, min_time_limit, 20) + 1`.
+pub const SPACE_BASE_TIMEOUT: f64 = 240.0;
 
 /// The Space's inputs, in order, as its `evaluate` function names them.
 pub const PARAMETERS: [&str; 13] = [
@@ -51,7 +60,7 @@ pub const PARAMETERS: [&str; 13] = [
 /// `gr.Interface` endpoint `/predict`, Gradio 6 names it after the function.
 const ENDPOINT_NAMES: [&str; 2] = ["/predict", "/evaluate"];
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GradioOptions {
     /// The Space's URL (`https://…hf.space/` or `http://127.0.0.1:7860`).
     pub endpoint: String,
@@ -67,6 +76,13 @@ pub struct GradioOptions {
     /// No byte for this long on any read means the connection is dead. Gradio sends a
     /// heartbeat every 15 s while a job waits or runs, so this is well above that.
     pub read_timeout: Duration,
+    /// `complete` or `instruct`, `full` or `hard`: the Space looks tasks up by them.
+    pub split: String,
+    pub subset: String,
+    /// Samples at once on the Space; < 1 lets it choose.
+    pub parallel: i64,
+    /// `--min-time-limit`, sent when the chunk's limit is the Space's own rule.
+    pub min_time_limit: f64,
 }
 
 impl GradioOptions {
@@ -79,14 +95,34 @@ impl GradioOptions {
             max_delay: Duration::from_secs(20),
             resubmits: 1,
             read_timeout: Duration::from_secs(120),
+            split: "complete".into(),
+            subset: "full".into(),
+            parallel: -1,
+            min_time_limit: 1.0,
+        }
+    }
+
+    /// `min_time_limit` that gives a chunk the time limit `limit` (s) on the Space, if any.
+    pub fn min_time_for(&self, limit: f64) -> Option<f64> {
+        let own = SPACE_BASE_TIMEOUT.max(self.min_time_limit.max(20.0)) + 1.0;
+        if (limit - own).abs() < 1e-6 {
+            Some(self.min_time_limit)
+        } else if limit > own {
+            Some(limit - 1.0)
+        } else {
+            None
         }
     }
 }
 
-pub struct GradioClient {
+/// The Space as an executor's backend.
+pub struct GradioBackend {
     opts: GradioOptions,
+    /// What `--max-as-limit`, `--max-data-limit`, `--max-stack-limit` send (MB).
+    limits: (u64, u64, u64),
     http: Client,
     root: String,
+    api: std::sync::Mutex<Api>,
 }
 
 /// Where the evaluate endpoint lives, found at run time.
@@ -112,8 +148,9 @@ impl From<ExecError> for Attempt {
     }
 }
 
-impl GradioClient {
-    pub fn new(opts: GradioOptions) -> Result<Self, ExecError> {
+impl GradioBackend {
+    /// Connects: finds the API and checks its interface (nothing is sent to evaluate yet).
+    pub fn connect(opts: GradioOptions, limits: &crate::Limits) -> Result<Self, ExecError> {
         let http = Client::builder()
             .connect_timeout(Duration::from_secs(20))
             .timeout(opts.read_timeout)
@@ -126,13 +163,26 @@ impl GradioClient {
                 )
             })?;
         let root = opts.endpoint.trim_end_matches('/').to_string();
-        if !(root.starts_with("http://") || root.starts_with("https://")) {
-            return Err(ExecError::fatal(
-                format!("--gradio-endpoint {}: not an http(s) URL", opts.endpoint),
-                format!("pass the Space's URL, e.g. {DEFAULT_ENDPOINT}"),
-            ));
-        }
-        Ok(GradioClient { opts, http, root })
+        let mut backend = GradioBackend {
+            limits: (limits.max_as_mb, limits.max_data_mb, limits.max_stack_mb),
+            http,
+            root,
+            opts,
+            api: std::sync::Mutex::new(Api {
+                base: String::new(),
+                name: String::new(),
+                version: String::new(),
+            }),
+        };
+        let api = backend.discover()?;
+        tracing::info!(
+            "Gradio {} at {}, endpoint /{}",
+            api.version,
+            backend.opts.endpoint,
+            api.name
+        );
+        backend.api = std::sync::Mutex::new(api);
+        Ok(backend)
     }
 
     fn authed(&self, rb: RequestBuilder) -> RequestBuilder {
@@ -141,68 +191,32 @@ impl GradioClient {
             None => rb,
         }
     }
-
     /// Sends a request built by `build`, retrying connection errors, 429 and 5xx with backoff.
     /// Other statuses come back to the caller.
-    fn send(
-        &self,
-        what: &str,
-        build: &dyn Fn() -> RequestBuilder,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Response, ExecError> {
-        let mut delays = backon::ExponentialBuilder::default()
-            .with_min_delay(self.opts.first_delay)
-            .with_max_delay(self.opts.max_delay)
-            .with_max_times(self.opts.retries)
-            .with_jitter()
-            .build();
-        loop {
-            let why = match self.authed(build()).send() {
-                Ok(r)
-                    if r.status().is_server_error()
-                        || r.status() == StatusCode::TOO_MANY_REQUESTS =>
-                {
-                    let status = r.status();
-                    format!(
-                        "{what}: HTTP {status} {}",
-                        short(&r.text().unwrap_or_default())
-                    )
-                }
-                Ok(r) => return Ok(r),
-                Err(e) => format!("{what}: {}", error_chain(&e)),
-            };
-            match delays.next() {
-                Some(delay) => {
-                    tracing::warn!("{why}; retrying in {delay:.1?}");
-                    progress(Progress::Retrying { why, delay });
-                    std::thread::sleep(delay);
-                }
-                None => {
-                    return Err(ExecError::transient(format!(
-                        "{why} (gave up after {} tries); the Space at {} is down, restarting or overloaded: rerun later, or pass --gradio-endpoint URL of another evaluator",
-                        self.opts.retries + 1,
-                        self.opts.endpoint
-                    )))
-                }
-            }
-        }
+    fn send(&self, what: &str, build: &dyn Fn() -> RequestBuilder) -> Result<Response, ExecError> {
+        let retry = HttpRetry {
+            retries: self.opts.retries,
+            first_delay: self.opts.first_delay,
+            max_delay: self.opts.max_delay,
+        };
+        retry.send(what, &|| self.authed(build())).map_err(|why| {
+            ExecError::transient(format!(
+                "{why}; the Space at {} is down, restarting or overloaded: rerun later, or pass --gradio-endpoint URL of another evaluator",
+                self.opts.endpoint
+            ))
+        })
     }
 
     /// `GET url` → JSON, with retries; a non-success status is fatal with its body.
-    fn get_json(
-        &self,
-        url: &str,
-        what: &str,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Value, ExecError> {
-        let resp = self.send(what, &|| self.http.get(url), progress)?;
+    fn get_json(&self, url: &str, what: &str) -> Result<Value, ExecError> {
+        let resp = self.send(what, &|| self.http.get(url))?;
         json_body(resp, what, url)
     }
 
     /// Finds the API prefix, version and evaluate endpoint, and checks its inputs.
-    pub fn discover(&self, progress: &mut dyn FnMut(Progress)) -> Result<Api, ExecError> {
+    pub fn discover(&self) -> Result<Api, ExecError> {
         let config_url = format!("{}/config", self.root);
-        let config = self.get_json(&config_url, "GET /config", progress)?;
+        let config = self.get_json(&config_url, "GET /config")?;
         let prefix = config
             .get("api_prefix")
             .and_then(Value::as_str)
@@ -216,7 +230,7 @@ impl GradioClient {
             .to_string();
         let base = format!("{}{prefix}", self.root);
         let info_url = format!("{base}/info");
-        let info = self.get_json(&info_url, &format!("GET {prefix}/info"), progress)?;
+        let info = self.get_json(&info_url, &format!("GET {prefix}/info"))?;
         let name = check_interface(&info, &version)?;
         Ok(Api {
             base,
@@ -225,28 +239,12 @@ impl GradioClient {
         })
     }
 
-    /// Uploads the samples file → its `FileData` value (`null` when there is none).
-    fn upload(
-        &self,
-        api: &Api,
-        req: &RemoteRequest,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Value, ExecError> {
-        let Some(samples) = &req.samples else {
-            return Ok(Value::Null);
-        };
-        let bytes = std::fs::read(samples).map_err(|e| {
-            ExecError::fatal(
-                format!("cannot read {}: {e}", samples.display()),
-                "check the --samples path",
-            )
-        })?;
-        let orig_name = samples
-            .file_name()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "samples.jsonl".into());
+    /// Uploads a chunk's samples file → its `FileData` value.
+    fn upload(&self, api: &Api, bytes: Vec<u8>) -> Result<Value, ExecError> {
+        // No labels in the name: the Space is told split and subset; `model` is unused.
+        let orig_name = "bcb-chunk.jsonl".to_string();
         let url = format!("{}/upload", api.base);
-        let size = bytes.len() as u64;
+        let size = bytes.len();
         let build = || {
             let part = multipart::Part::bytes(bytes.clone())
                 .file_name(orig_name.clone())
@@ -256,14 +254,14 @@ impl GradioClient {
                 .post(&url)
                 .multipart(multipart::Form::new().part("files", part))
         };
-        let resp = self.send("upload of the samples", &build, progress)?;
+        let resp = self.send("upload of the samples", &build)?;
         if resp.status() == StatusCode::PAYLOAD_TOO_LARGE {
             return Err(ExecError::fatal(
                 format!(
-                    "the Space refused the samples file ({size} bytes) as too large: {}",
+                    "the Space refused a chunk of samples ({size} bytes) as too large: {}",
                     short(&resp.text().unwrap_or_default())
                 ),
-                "evaluate fewer tasks per run (--ids), or host an evaluator with a higher limit (space/README.md)",
+                "send fewer jobs per request (--remote-chunk), or host an evaluator with a higher limit (space/README.md)",
             ));
         }
         let paths = json_body(resp, "upload of the samples", &url)?;
@@ -280,50 +278,46 @@ impl GradioClient {
                     "the endpoint is not a Gradio app with uploads; check --gradio-endpoint",
                 )
             })?;
-        progress(Progress::Uploaded { bytes: size });
+        tracing::debug!("uploaded {size} bytes to the Space");
         Ok(json!({"path": path, "orig_name": orig_name, "meta": {"_type": "gradio.FileData"}}))
     }
 
-    /// The 13 values in the Space's order.
-    fn data(req: &RemoteRequest, file: Value) -> Value {
+    /// The 13 values in the Space's order for a chunk.
+    fn data(&self, file: Value, min_time_limit: f64, ids: &str) -> Value {
+        let parallel = if self.opts.parallel < 1 {
+            -1
+        } else {
+            self.opts.parallel
+        };
         json!([
-            req.split,
-            req.subset,
+            self.opts.split,
+            self.opts.subset,
             file,
-            req.pass_k_text(),
-            req.parallel,
-            req.min_time_limit,
-            req.max_as_limit,
-            req.max_data_limit,
-            req.max_stack_limit,
-            req.calibrated,
-            req.check_gt_only,
-            req.no_gt,
-            req.selective_ids(),
+            "1",
+            parallel,
+            min_time_limit,
+            self.limits.0,
+            self.limits.1,
+            self.limits.2,
+            false,
+            false,
+            true,
+            ids,
         ])
     }
 
-    /// One submission: discover, upload, call, follow the stream.
+    /// One submission of a chunk: upload, call, follow the stream → `[results, pass_at_k]`.
     fn attempt(
         &self,
-        req: &RemoteRequest,
-        progress: &mut dyn FnMut(Progress),
+        api: &Api,
+        bytes: Vec<u8>,
+        min_time: f64,
+        ids: &str,
     ) -> Result<Value, Attempt> {
-        let api = self.discover(progress)?;
-        progress(Progress::Connected {
-            description: format!(
-                "Gradio {} at {}, endpoint /{}",
-                api.version, self.opts.endpoint, api.name
-            ),
-        });
-        let file = self.upload(&api, req, progress)?;
+        let file = self.upload(api, bytes)?;
         let call_url = format!("{}/call/{}", api.base, api.name);
-        let body = json!({"data": Self::data(req, file)});
-        let resp = self.send(
-            "submit",
-            &|| self.http.post(&call_url).json(&body),
-            progress,
-        )?;
+        let body = json!({"data": self.data(file, min_time, ids)});
+        let resp = self.send("submit", &|| self.http.post(&call_url).json(&body))?;
         let accepted = json_body(resp, "submit", &call_url)?;
         let event_id = accepted
             .get("event_id")
@@ -391,36 +385,41 @@ impl GradioClient {
                         });
                     return Err(Attempt::Failed(ExecError::fatal(
                         format!("the Space failed the evaluation: {detail}"),
-                        "check the samples file and flags (a local run shows more: --execution local); nothing was written",
+                        "check the samples and flags (a local run shows more: --execution local); the finished jobs are journaled",
                     )));
                 }
                 "heartbeat" => heartbeats += 1,
                 _ => {}
             }
-            progress(Progress::Waiting {
-                elapsed: started.elapsed(),
-                heartbeats,
-                status: msg.event,
-            });
+            tracing::debug!(
+                "Space: {}, {:.0?} elapsed, {heartbeats} heartbeats",
+                msg.event,
+                started.elapsed()
+            );
         }
     }
-}
 
-impl RemoteEvaluator for GradioClient {
-    fn evaluate(
-        &self,
-        req: &RemoteRequest,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<RemoteResult, ExecError> {
+    /// A chunk to a verdict per job, resubmitting a lost job (with the API found again).
+    fn evaluate(&self, jobs: &[Job]) -> Result<Vec<(JobId, Outcome)>, ExecError> {
+        let limit = jobs[0].time_limit.as_secs_f64();
+        let min_time = self.opts.min_time_for(limit).ok_or_else(|| {
+            ExecError::fatal(
+                format!("a job's time limit is {limit} s; a Space's is at least {} s", SPACE_BASE_TIMEOUT + 1.0),
+                "drop --timeout (a Space applies upstream's 240 s base), or use --execution local|e2b",
+            )
+        })?;
+        let (bytes, ids) = samples_file(jobs);
         let mut resubmits = 0;
         let output = loop {
-            match self.attempt(req, progress) {
+            let api = self.api.lock().unwrap().clone();
+            match self.attempt(&api, bytes.clone(), min_time, &ids) {
                 Ok(v) => break v,
                 Err(Attempt::Failed(e)) => return Err(e),
                 Err(Attempt::Lost(why)) if resubmits < self.opts.resubmits => {
                     resubmits += 1;
-                    tracing::warn!("job lost: {why}; resubmitting");
-                    progress(Progress::Resubmitted { why });
+                    tracing::warn!("the job was lost ({why}); resubmitting it once");
+                    // The Space restarted: its prefix or endpoint may have changed.
+                    *self.api.lock().unwrap() = self.discover()?;
                 }
                 Err(Attempt::Lost(why)) => {
                     return Err(ExecError::transient(format!(
@@ -429,8 +428,103 @@ impl RemoteEvaluator for GradioClient {
                 }
             }
         };
-        parse_output(&output, req.check_gt_only)
+        match_results(jobs, &output)
     }
+}
+
+impl RemoteBackend for GradioBackend {
+    fn name(&self) -> &'static str {
+        "gradio"
+    }
+
+    fn run_chunk(&self, jobs: &[Job]) -> JobResults {
+        if jobs.is_empty() {
+            return Vec::new();
+        }
+        match self.evaluate(jobs) {
+            Ok(v) => v.into_iter().map(|(id, o)| (id, Ok(o))).collect(),
+            Err(e) => all_failed(jobs, &e),
+        }
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let api = self.api.lock().unwrap();
+        vec![format!(
+            "Gradio {} at {}, endpoint /{}",
+            api.version, self.opts.endpoint, api.name
+        )]
+    }
+}
+
+/// A chunk as the Space's samples file (`{task_id, solution}` per job, the program as it
+/// runs) and its task ids as the Space wants them (`13,15`).
+pub fn samples_file(jobs: &[Job]) -> (Vec<u8>, String) {
+    let mut bytes = Vec::new();
+    let mut ids: Vec<&str> = Vec::new();
+    for job in jobs {
+        let row = json!({"task_id": job.id.task_id, "solution": job.code});
+        bytes.extend_from_slice(row.to_string().as_bytes());
+        bytes.push(b'\n');
+        let n = job
+            .id
+            .task_id
+            .strip_prefix("BigCodeBench/")
+            .unwrap_or(&job.id.task_id);
+        if !ids.contains(&n) {
+            ids.push(n);
+        }
+    }
+    (bytes, ids.join(","))
+}
+
+/// `[results, pass_at_k]` → each job's verdict: the Space lists a task's results in the
+/// order its samples were in the file; each must be the job's program.
+pub fn match_results(jobs: &[Job], output: &Value) -> Result<Vec<(JobId, Outcome)>, ExecError> {
+    let bad = |why: String| {
+        ExecError::fatal(
+            format!("the Space's result does not have the expected shape: {why}"),
+            "the evaluator is not compatible with bcb; check --gradio-endpoint",
+        )
+    };
+    let eval = output
+        .as_array()
+        .filter(|a| a.len() == 2)
+        .and_then(|a| a[0].get("eval"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            bad(format!(
+                "expected [{{\"eval\": …}}, pass_at_k], got {}",
+                short(output)
+            ))
+        })?;
+    let mut next: HashMap<&str, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let task = job.id.task_id.as_str();
+        let i = next.entry(task).or_default();
+        let entry = eval
+            .get(task)
+            .and_then(Value::as_array)
+            .and_then(|list| list.get(*i))
+            .ok_or_else(|| bad(format!("no result {} for {task}", *i + 1)))?;
+        *i += 1;
+        if let Some(solution) = entry.get("solution").and_then(Value::as_str) {
+            if solution != job.code {
+                return Err(bad(format!(
+                    "result {i} of {task} is for another program (the Space changed the code it ran: is calibration forced on?)"
+                )));
+            }
+        }
+        let status: Status = serde_json::from_value(entry["status"].clone())
+            .map_err(|e| bad(format!("{task}: status: {e}")))?;
+        let details: Details = match entry.get("details") {
+            None | Some(Value::Null) => Details::new(),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| bad(format!("{task}: details: {e}")))?,
+        };
+        out.push((job.id.clone(), Outcome::new(status, details)));
+    }
+    Ok(out)
 }
 
 /// Picks the evaluate endpoint in `/info` and checks it takes the Space's 13 inputs.
@@ -497,31 +591,6 @@ pub fn check_interface(info: &Value, version: &str) -> Result<String, ExecError>
     Ok(name.trim_start_matches('/').to_string())
 }
 
-/// `[results, pass_at_k]` from the `complete` event → typed results.
-pub fn parse_output(output: &Value, check_gt_only: bool) -> Result<RemoteResult, ExecError> {
-    let bad = |why: String| {
-        ExecError::fatal(
-            format!("the Space's result does not have the expected shape: {why}"),
-            "the evaluator is not compatible with bcb; check --gradio-endpoint",
-        )
-    };
-    let pair = output.as_array().filter(|a| a.len() == 2).ok_or_else(|| {
-        bad(format!(
-            "expected [results, pass_at_k], got {}",
-            short(output)
-        ))
-    })?;
-    let pass_at_k = pass_at_k_from_json(&pair[1]).map_err(bad)?;
-    let results = match (&pair[0], check_gt_only) {
-        (_, true) => None,
-        (v, false) => Some(
-            serde_json::from_value::<EvalResults>(v.clone())
-                .map_err(|e| bad(format!("results: {e}")))?,
-        ),
-    };
-    Ok(RemoteResult { results, pass_at_k })
-}
-
 fn json_body(resp: Response, what: &str, url: &str) -> Result<Value, ExecError> {
     let status = resp.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -543,18 +612,6 @@ fn json_body(resp: Response, what: &str, url: &str) -> Result<Value, ExecError> 
             "check --gradio-endpoint is a Gradio app",
         )
     })
-}
-
-/// An error with its causes (reqwest's own message hides the connection error).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }
 
 #[cfg(test)]
@@ -599,17 +656,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("found [\"/run\"]"), "{err}");
-    }
-
-    #[test]
-    fn output_must_be_results_and_pass_at_k() {
-        let ok = json!([{"date": "2026-01-01 00:00", "eval": {}},
-            {"pass@1": 1.0, "model": "m", "split": "complete", "subset": "hard", "calibrated": true, "gt_pass_rate": 1.0, "failed_tasks": []}]);
-        let r = parse_output(&ok, false).unwrap();
-        assert!(r.results.unwrap().eval.is_empty());
-        assert!(parse_output(&json!([1]), false)
-            .unwrap_err()
-            .to_string()
-            .contains("expected [results, pass_at_k]"));
     }
 }

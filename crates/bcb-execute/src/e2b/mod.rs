@@ -1,27 +1,34 @@
-//! `--execution e2b`: one E2B sandbox per run, driven over E2B's published HTTP APIs (no SDK):
+//! `--execution e2b`: an E2B sandbox runs the jobs with bcb's own local executor, driven over
+//! E2B's published HTTP APIs (no SDK):
 //!
-//! - control plane (`spec/openapi.yml`): `POST /sandboxes` creates it from a template,
-//!   `POST /sandboxes/{id}/timeout` extends its life while the run lasts,
-//!   `DELETE /sandboxes/{id}` kills it — always: on success, on error, on Ctrl-C;
-//! - envd inside it (`spec/envd/envd.yaml`, `process.proto`): `POST /files` uploads the samples,
-//!   `POST /process.Process/Start` (Connect server stream) runs `bcb evaluate --execution local`
-//!   with its output streamed back, `GET /files` downloads the two result files.
+//! - control plane (`spec/openapi.yml`): `POST /sandboxes` creates it from a template (once,
+//!   at the first chunk), `POST /sandboxes/{id}/timeout` extends its life while a chunk runs,
+//!   `DELETE /sandboxes/{id}` kills it when the executor is dropped — on success, on error, on
+//!   Ctrl-C;
+//! - envd inside it (`spec/envd/envd.yaml`, `process.proto`): per chunk, `POST /files` uploads
+//!   the jobs ([`wire`]), `POST /process.Process/Start` (Connect server stream) runs
+//!   `bcb exec-jobs` with every executor setting as a flag, `GET /files` downloads one outcome
+//!   per job.
+//!
+//! The jobs carry their code, tests and time limits, so the sandbox runs exactly what a local
+//! run would, with any dataset.
+
+pub mod wire;
 
 use bcb_envvars::EnvVars;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use bcb_eval::EvalResults;
-use bcb_execute::ExecError;
 use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 
-use crate::{pass_at_k_from_json, short, Progress, RemoteEvaluator, RemoteRequest, RemoteResult};
+use crate::remote::{all_failed, short, HttpRetry, JobResults, RemoteBackend};
+use crate::{ExecConfig, ExecError, Job, LocalKind};
 
 /// Where the sandbox's home is (E2B's default user).
-const HOME: &str = "/home/user";
+pub const HOME: &str = "/home/user";
 /// envd's port inside every sandbox.
 const ENVD_PORT: u16 = 49983;
 
@@ -36,8 +43,26 @@ pub struct E2bOptions {
     pub envd_url: Option<String>,
     /// Sandbox life granted at creation and at each extension.
     pub life: Duration,
-    /// Set by Ctrl-C: the run stops at the next stream message and the sandbox is killed.
+    /// Further tries of each HTTP step (`--remote-retries`).
+    pub retries: usize,
+    /// Samples at once in the sandbox (`--parallel`; < 1: its cores).
+    pub parallel: i64,
+    /// The sandbox's local executor (`--executor`).
+    pub executor: LocalKind,
+    /// Set by Ctrl-C: the chunk stops at the next stream message and the sandbox is killed.
     pub cancel: Arc<AtomicBool>,
+}
+
+impl PartialEq for E2bOptions {
+    fn eq(&self, o: &Self) -> bool {
+        (
+            &self.template,
+            &self.api_url,
+            &self.envd_url,
+            self.parallel,
+            self.executor,
+        ) == (&o.template, &o.api_url, &o.envd_url, o.parallel, o.executor)
+    }
 }
 
 impl E2bOptions {
@@ -61,45 +86,22 @@ impl E2bOptions {
                 .unwrap_or_else(|_| format!("https://api.{domain}")),
             envd_url: std::env::var(EnvVars::E2B_ENVD_URL).ok(),
             life: Duration::from_secs(600),
+            retries: 8,
+            parallel: 0,
+            executor: LocalKind::Pool,
             cancel: Arc::new(AtomicBool::new(false)),
         })
     }
 }
 
-pub struct E2bClient {
-    opts: E2bOptions,
-    http: Client,
-}
-
-/// A created sandbox; killed when dropped, whatever happened.
-struct Sandbox<'a> {
-    client: &'a E2bClient,
+/// A created sandbox.
+struct Sandbox {
     id: String,
     envd: String,
     token: Option<String>,
 }
 
-impl Drop for Sandbox<'_> {
-    fn drop(&mut self) {
-        let url = format!("{}/sandboxes/{}", self.client.opts.api_url, self.id);
-        match self.client.api(self.client.http.delete(&url)).send() {
-            Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => {
-                tracing::info!("killed sandbox {}", self.id)
-            }
-            Ok(r) => tracing::error!(
-                "could not kill sandbox {}: HTTP {}; kill it in the E2B dashboard",
-                self.id,
-                r.status()
-            ),
-            Err(e) => tracing::error!(
-                "could not kill sandbox {}: {e}; kill it in the E2B dashboard",
-                self.id
-            ),
-        }
-    }
-}
-
-impl Sandbox<'_> {
+impl Sandbox {
     fn envd(&self, rb: RequestBuilder) -> RequestBuilder {
         match &self.token {
             Some(t) => rb.header("X-Access-Token", t),
@@ -108,8 +110,62 @@ impl Sandbox<'_> {
     }
 }
 
-impl E2bClient {
-    pub fn new(opts: E2bOptions) -> Result<Self, ExecError> {
+/// E2B as an executor's backend: one sandbox for the whole run, killed on drop.
+pub struct E2bBackend {
+    opts: E2bOptions,
+    http: Client,
+    /// `bcb exec-jobs` flags: every executor setting of this run.
+    flags: String,
+    sandbox: Mutex<Option<Sandbox>>,
+    chunks: AtomicUsize,
+}
+
+impl Drop for E2bBackend {
+    fn drop(&mut self) {
+        let Some(sb) = self.sandbox.lock().unwrap().take() else {
+            return;
+        };
+        let url = format!("{}/sandboxes/{}", self.opts.api_url, sb.id);
+        match self.api(self.http.delete(&url)).send() {
+            Ok(r) if r.status().is_success() || r.status().as_u16() == 404 => {
+                tracing::info!("killed sandbox {}", sb.id)
+            }
+            Ok(r) => tracing::error!(
+                "could not kill sandbox {}: HTTP {}; kill it in the E2B dashboard",
+                sb.id,
+                r.status()
+            ),
+            Err(e) => tracing::error!(
+                "could not kill sandbox {}: {e}; kill it in the E2B dashboard",
+                sb.id
+            ),
+        }
+    }
+}
+
+/// The `bcb exec-jobs` flags that carry `cfg` and the sandbox's executor settings.
+pub fn exec_flags(opts: &E2bOptions, cfg: &ExecConfig) -> String {
+    let l = &cfg.limits;
+    format!(
+        "--executor {} --parallel {} --max-in-flight {} --max-as-limit {} --max-data-limit {} --max-stack-limit {} --memory-limit {} --max-processes {} --output-cap {} --kill-grace {} --hack-policy {}",
+        opts.executor,
+        opts.parallel.max(0),
+        cfg.max_in_flight,
+        l.max_as_mb,
+        l.max_data_mb,
+        l.max_stack_mb,
+        l.memory_mb,
+        l.max_processes,
+        l.output_cap_bytes,
+        l.kill_grace.as_secs_f64(),
+        cfg.hacks
+    )
+}
+
+impl E2bBackend {
+    /// Ready to run; the sandbox is created at the first chunk. Ctrl-C from now on stops
+    /// the run at the next message from the sandbox, which is then killed.
+    pub fn new(opts: E2bOptions, cfg: &ExecConfig) -> Result<Self, ExecError> {
         let http = Client::builder()
             .connect_timeout(Duration::from_secs(20))
             .timeout(Duration::from_secs(120))
@@ -120,7 +176,17 @@ impl E2bClient {
                     "this is a bug in bcb; please report it",
                 )
             })?;
-        Ok(E2bClient { opts, http })
+        let cancel = opts.cancel.clone();
+        if let Err(e) = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst)) {
+            tracing::warn!("cannot catch Ctrl-C ({e}); an interrupted run may leave its sandbox alive until it times out");
+        }
+        Ok(E2bBackend {
+            flags: exec_flags(&opts, cfg),
+            opts,
+            http,
+            sandbox: Mutex::new(None),
+            chunks: AtomicUsize::new(0),
+        })
     }
 
     /// The flag that interrupts a run (what Ctrl-C sets).
@@ -128,19 +194,29 @@ impl E2bClient {
         self.opts.cancel.clone()
     }
 
+    fn retry(&self) -> HttpRetry {
+        HttpRetry {
+            retries: self.opts.retries,
+            first_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(20),
+        }
+    }
+
     fn api(&self, rb: RequestBuilder) -> RequestBuilder {
         rb.header("X-API-Key", &self.opts.api_key)
     }
 
-    fn create(&self) -> Result<Sandbox<'_>, ExecError> {
+    fn create(&self) -> Result<Sandbox, ExecError> {
         let url = format!("{}/sandboxes", self.opts.api_url);
         let body = json!({"templateID": self.opts.template, "timeout": self.opts.life.as_secs(), "metadata": {"client": "bcb"}});
         let resp = self
-            .api(self.http.post(&url).json(&body))
-            .send()
-            .map_err(|e| {
+            .retry()
+            .send("creating the sandbox", &|| {
+                self.api(self.http.post(&url).json(&body))
+            })
+            .map_err(|why| {
                 ExecError::transient(format!(
-                    "cannot reach E2B at {url}: {e}; check the network or E2B_DOMAIN, then rerun"
+                    "{why}; check the network or E2B_DOMAIN, then rerun"
                 ))
             })?;
         let v = checked(resp, "creating the sandbox", &format!("check E2B_API_KEY and that template `{}` exists (`e2b template list`; build it from sandbox-templates/)", self.opts.template))?;
@@ -160,8 +236,8 @@ impl E2bClient {
             .envd_url
             .clone()
             .unwrap_or_else(|| format!("https://{ENVD_PORT}-{id}.{domain}"));
+        tracing::info!("E2B sandbox {id} from template {}", self.opts.template);
         Ok(Sandbox {
-            client: self,
             token: v
                 .get("envdAccessToken")
                 .and_then(Value::as_str)
@@ -187,64 +263,76 @@ impl E2bClient {
 
     fn upload(&self, sb: &Sandbox, bytes: Vec<u8>, path: &str) -> Result<(), ExecError> {
         let url = format!("{}/files", sb.envd);
-        let form = multipart::Form::new().part(
-            "file",
-            multipart::Part::bytes(bytes).file_name(
-                path.rsplit('/')
-                    .next()
-                    .unwrap_or("samples.jsonl")
-                    .to_string(),
-            ),
-        );
-        let resp = sb
-            .envd(
+        let name = path.rsplit('/').next().unwrap_or("jobs.jsonl").to_string();
+        let build = || {
+            let form = multipart::Form::new().part(
+                "file",
+                multipart::Part::bytes(bytes.clone()).file_name(name.clone()),
+            );
+            sb.envd(
                 self.http
                     .post(&url)
                     .query(&[("path", path), ("username", "user")])
                     .multipart(form),
             )
-            .send()
-            .map_err(|e| {
-                ExecError::transient(format!(
-                    "uploading the samples into the sandbox failed: {e}; rerun"
-                ))
-            })?;
+        };
+        let resp = self
+            .retry()
+            .send("uploading the jobs", &build)
+            .map_err(|why| ExecError::transient(format!("{why}; rerun")))?;
         let hint = if resp.status().as_u16() == 507 {
             "the sandbox's disk is full: give the template more disk"
         } else {
             "rerun; if it persists, rebuild the template"
         };
-        checked_bytes(resp, "uploading the samples", hint).map(drop)
+        checked_bytes(resp, "uploading the jobs", hint).map(drop)
     }
 
     fn download(&self, sb: &Sandbox, path: &str) -> Result<Vec<u8>, ExecError> {
         let url = format!("{}/files", sb.envd);
-        let resp = sb
-            .envd(
-                self.http
-                    .get(&url)
-                    .query(&[("path", path), ("username", "user")]),
-            )
-            .send()
-            .map_err(|e| {
-                ExecError::transient(format!(
-                    "downloading {path} from the sandbox failed: {e}; rerun"
-                ))
-            })?;
+        let resp = self
+            .retry()
+            .send(&format!("downloading {path}"), &|| {
+                sb.envd(
+                    self.http
+                        .get(&url)
+                        .query(&[("path", path), ("username", "user")]),
+                )
+            })
+            .map_err(|why| ExecError::transient(format!("{why}; rerun")))?;
         checked_bytes(
             resp,
             &format!("downloading {path}"),
-            "the run inside wrote no results: see its output above",
+            "the run inside wrote no outcomes: see its output in the error above",
         )
     }
 
+    /// One chunk in the sandbox: upload, run `bcb exec-jobs`, download.
+    fn evaluate(&self, jobs: &[Job]) -> Result<JobResults, ExecError> {
+        let mut guard = self.sandbox.lock().unwrap();
+        if guard.is_none() {
+            *guard = Some(self.create()?);
+        }
+        let sb = guard.as_ref().expect("created above");
+        let n = self.chunks.fetch_add(1, Ordering::SeqCst) + 1;
+        let jobs_path = format!("{HOME}/bcb-chunk-{n}.jobs.jsonl");
+        let out_path = format!("{HOME}/bcb-chunk-{n}.outcomes.jsonl");
+        self.upload(sb, wire::jobs_file(jobs), &jobs_path)?;
+        let cmd = format!(
+            "bcb exec-jobs {} --jobs '{jobs_path}' --out '{out_path}'",
+            self.flags
+        );
+        self.run(sb, &cmd)?;
+        wire::read_results(&self.download(sb, &out_path)?).map_err(|e| {
+            ExecError::fatal(
+                format!("the sandbox's outcomes are not valid: {e}"),
+                "rebuild the template so its bcb matches this one",
+            )
+        })
+    }
+
     /// Runs `cmd` in the sandbox through envd's process API, streaming its output.
-    fn run(
-        &self,
-        sb: &Sandbox,
-        cmd: &str,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<(), ExecError> {
+    fn run(&self, sb: &Sandbox, cmd: &str) -> Result<(), ExecError> {
         let url = format!("{}/process.Process/Start", sb.envd);
         let msg = json!({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", cmd], "envs": {}, "cwd": HOME}});
         let body = connect_frame(0, &serde_json::to_vec(&msg).expect("json"));
@@ -260,7 +348,7 @@ impl E2bClient {
             .send()
             .map_err(|e| {
                 ExecError::transient(format!(
-                    "starting the evaluation in the sandbox failed: {e}; rerun"
+                    "starting the jobs in the sandbox failed: {e}; rerun"
                 ))
             })?;
         let mut resp = match resp.status().is_success() {
@@ -268,7 +356,7 @@ impl E2bClient {
             false => {
                 return Err(ExecError::fatal(
                     format!(
-                        "starting the evaluation in the sandbox: HTTP {} {}",
+                        "starting the jobs in the sandbox: HTTP {} {}",
                         resp.status(),
                         short(&resp.text().unwrap_or_default())
                     ),
@@ -277,12 +365,14 @@ impl E2bClient {
             }
         };
         let mut last_extend = Instant::now();
+        // The last lines of the command's output, for the error when it fails.
+        let mut output: Vec<String> = Vec::new();
         let b64 = base64::engine::general_purpose::STANDARD;
         loop {
             if self.opts.cancel.load(Ordering::SeqCst) {
                 return Err(ExecError::fatal(
                     "interrupted (Ctrl-C); the sandbox is being killed",
-                    "rerun to evaluate again",
+                    "rerun the same command: finished jobs are journaled",
                 ));
             }
             let (flags, payload) = match read_frame(&mut resp) {
@@ -324,9 +414,11 @@ impl E2bClient {
                         .and_then(|s| b64.decode(s).ok())
                     {
                         for line in String::from_utf8_lossy(&text).lines() {
-                            progress(Progress::Output {
-                                line: line.to_string(),
-                            });
+                            tracing::debug!("sandbox: {line}");
+                            if output.len() == 20 {
+                                output.remove(0);
+                            }
+                            output.push(line.to_string());
                         }
                     }
                 }
@@ -334,96 +426,43 @@ impl E2bClient {
                 let code = end.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
                 return match code {
                     0 => Ok(()),
-                    _ => Err(ExecError::fatal(format!("the evaluation in the sandbox failed (exit {code}{})", end.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default()), "see its output above; the same command runs locally with --execution local")),
+                    _ => Err(ExecError::fatal(
+                        format!(
+                            "the jobs in the sandbox failed (exit {code}{}); its last output:\n{}",
+                            end.get("error").and_then(Value::as_str).map(|e| format!(": {e}")).unwrap_or_default(),
+                            output.join("\n")
+                        ),
+                        "the template's bcb may differ from this one: rebuild it from sandbox-templates/",
+                    )),
                 };
             }
         }
     }
 }
 
-/// The command the sandbox runs: bcb's local evaluation with the request's settings.
-pub fn command(req: &RemoteRequest, samples: &str) -> String {
-    let mut args = vec![
-        "bcb evaluate --execution local".to_string(),
-        format!("--split {}", req.split),
-        format!("--subset {}", req.subset),
-        format!("--pass-k {}", req.pass_k_text()),
-        format!("--parallel {}", req.parallel),
-        format!("--min-time-limit {}", req.min_time_limit),
-        format!("--max-as-limit {}", req.max_as_limit),
-        format!("--max-data-limit {}", req.max_data_limit),
-        format!("--max-stack-limit {}", req.max_stack_limit),
-        format!("--calibrated {}", req.calibrated),
-        "--progress-interval 10".to_string(),
-    ];
-    if !req.task_ids.is_empty() {
-        args.push(format!("--ids {}", req.selective_ids()));
+impl RemoteBackend for E2bBackend {
+    fn name(&self) -> &'static str {
+        "e2b"
     }
-    if req.no_gt {
-        args.push("--no-gt".into());
-    }
-    if req.check_gt_only {
-        args.push("--check-gt-only".into());
-    } else {
-        args.push(format!("--samples '{samples}'"));
-    }
-    args.join(" ")
-}
 
-impl RemoteEvaluator for E2bClient {
-    fn evaluate(
-        &self,
-        req: &RemoteRequest,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<RemoteResult, ExecError> {
-        let sb = self.create()?;
-        progress(Progress::Connected {
-            description: format!("E2B sandbox {} from template {}", sb.id, self.opts.template),
-        });
-        let mut remote_samples = String::new();
-        if let Some(path) = &req.samples {
-            let bytes = std::fs::read(path).map_err(|e| {
-                ExecError::fatal(
-                    format!("cannot read {}: {e}", path.display()),
-                    "check the --samples path",
-                )
-            })?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_else(|| "samples.jsonl".into());
-            remote_samples = format!("{HOME}/{name}");
-            let size = bytes.len() as u64;
-            self.upload(&sb, bytes, &remote_samples)?;
-            progress(Progress::Uploaded { bytes: size });
+    fn run_chunk(&self, jobs: &[Job]) -> JobResults {
+        if self.opts.cancel.load(Ordering::SeqCst) {
+            return all_failed(
+                jobs,
+                &ExecError::fatal(
+                    "interrupted (Ctrl-C)",
+                    "rerun the same command: finished jobs are journaled",
+                ),
+            );
         }
-        self.run(&sb, &command(req, &remote_samples), progress)?;
-        if req.check_gt_only {
-            return Err(ExecError::fatal(
-                "--check-gt-only ran in the sandbox (its output is above); it writes no files",
-                "run without --check-gt-only to evaluate samples",
-            ));
-        }
-        let stem = remote_samples.trim_end_matches(".jsonl");
-        let results = self.download(&sb, &format!("{stem}_eval_results.json"))?;
-        let pass_at_k = self.download(&sb, &format!("{stem}_pass_at_k.json"))?;
-        let bad = |what: &str, e: String| {
-            ExecError::fatal(
-                format!("the sandbox's {what} is not valid: {e}"),
-                "rebuild the template so its bcb matches this one",
-            )
-        };
-        let results: EvalResults =
-            serde_json::from_slice(&results).map_err(|e| bad("results file", e.to_string()))?;
-        let pass_at_k = serde_json::from_slice::<Value>(&pass_at_k)
-            .map_err(|e| e.to_string())
-            .and_then(|v| pass_at_k_from_json(&v))
-            .map_err(|e| bad("pass@k file", e))?;
-        drop(sb);
-        Ok(RemoteResult {
-            results: Some(results),
-            pass_at_k,
-        })
+        self.evaluate(jobs).unwrap_or_else(|e| all_failed(jobs, &e))
+    }
+
+    fn describe(&self) -> Vec<String> {
+        vec![format!(
+            "E2B template {} at {}, `bcb exec-jobs {}`",
+            self.opts.template, self.opts.api_url, self.flags
+        )]
     }
 }
 
