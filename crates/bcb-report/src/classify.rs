@@ -20,8 +20,6 @@ pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
 pub const MARKER_REWARD_HACK: &str = bcb_execute::REWARD_HACK;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
 pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
-/// `details["ALL"]` prefix: the sample's output passed the output cap.
-pub const MARKER_OUTPUT_CAP: &str = "bcb: output cap";
 
 /// A failure's cause. Variants in display order; `Env*` are the environment's fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -41,8 +39,6 @@ pub enum FailureClass {
     Timeout,
     /// Killed by the memory limit, or a MemoryError.
     MemoryLimit,
-    /// The output cap was exceeded.
-    OutputCap,
     /// bcb's tamper scan refused to run the sample.
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
@@ -59,7 +55,9 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 14] = [
+    // No "output cap" class: output past `--output-cap` is dropped, as upstream swallows all
+    // output, and never fails a sample.
+    pub const ALL: [FailureClass; 13] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
         FailureClass::NameOrAttributeError,
@@ -67,7 +65,6 @@ impl FailureClass {
         FailureClass::AssertionFailure,
         FailureClass::Timeout,
         FailureClass::MemoryLimit,
-        FailureClass::OutputCap,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
         FailureClass::RewardHack,
@@ -94,7 +91,6 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion_failure",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory_limit",
-            FailureClass::OutputCap => "output_cap",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
             FailureClass::RewardHack => "reward_hack",
@@ -114,7 +110,6 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion failure (wrong answer)",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory limit",
-            FailureClass::OutputCap => "output cap",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
             FailureClass::RewardHack => "reward hack detected",
@@ -187,7 +182,6 @@ pub fn classify_with(
         let marked = [
             (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
             (MARKER_REWARD_HACK, FailureClass::RewardHack),
-            (MARKER_OUTPUT_CAP, FailureClass::OutputCap),
         ];
         for (marker, class) in marked {
             if all.starts_with(marker) {

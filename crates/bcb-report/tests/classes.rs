@@ -10,8 +10,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use bcb_report::classify::{
-    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_OUTPUT_CAP, MARKER_REWARD_HACK,
-    MARKER_TAMPER_DETECTED, MARKER_TAMPER_REFUSED,
+    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_REWARD_HACK, MARKER_TAMPER_DETECTED,
+    MARKER_TAMPER_REFUSED,
 };
 use bcb_report::results::{RunResults, Sample, Status};
 use common::{here_file, real_samples, results_file, HERMES, PHI};
@@ -147,13 +147,6 @@ fn constructed_marker_samples_give_the_bcb_classes() {
         (
             marked(Status::Fail, MARKER_MEMORY_LIMIT),
             FailureClass::MemoryLimit,
-        ),
-        (
-            marked(
-                Status::Fail,
-                &format!("{MARKER_OUTPUT_CAP}: 65536 bytes of stdout"),
-            ),
-            FailureClass::OutputCap,
         ),
     ];
     for (sample, want) in cases {
