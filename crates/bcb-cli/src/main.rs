@@ -113,3 +113,83 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// The README's flag table ("The original's 59 flags") against clap's definitions: every row
+/// marked ✔ or ~ names flags that `bcb` accepts, the original's spelling (through the same
+/// rewriting of legacy forms the binary does) and bcb's spellings and aliases alike.
+#[cfg(test)]
+mod readme_flag_table {
+    use super::*;
+
+    const README: &str = include_str!("../../../README.md");
+
+    /// `(command, original flag, bcb cell, mark)` of each row.
+    fn rows() -> Vec<(String, String, String, String)> {
+        let start = README
+            .find("## The original's 59 flags")
+            .expect("the README has the flag table");
+        let section = &README[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        section[..end]
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| command"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                (
+                    cells[1].to_string(),
+                    cells[2].trim_matches('`').to_string(),
+                    cells[3].to_string(),
+                    cells[4].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether `bcb command flag` gets past clap's "unexpected argument" (a missing value or
+    /// required flag is another error: the flag itself exists).
+    fn accepted(command: &str, flag: &str) -> bool {
+        let argv =
+            common::normalize_legacy_args(["bcb", command, flag].map(std::ffi::OsString::from));
+        match Cli::command().try_get_matches_from(argv) {
+            Ok(_) => true,
+            Err(e) => e.kind() != clap::error::ErrorKind::UnknownArgument,
+        }
+    }
+
+    #[test]
+    fn every_supported_row_names_flags_clap_accepts() {
+        let rows = rows();
+        assert_eq!(rows.len(), 59, "the heading says 59 flags");
+        let mut problems = Vec::new();
+        for (command, original, bcb, mark) in &rows {
+            if !(mark == "✔" || mark == "~") {
+                continue;
+            }
+            if !accepted(command, original) {
+                problems.push(format!(
+                    "{command} {original}: the original spelling is refused"
+                ));
+            }
+            // bcb's spellings and aliases: each `--flag` in code spans of the bcb cell.
+            for span in bcb.split('`').skip(1).step_by(2) {
+                for flag in span.split_whitespace().filter(|w| w.starts_with("--")) {
+                    if !accepted(command, flag) {
+                        problems.push(format!("{command} {flag}: not a flag of bcb {command}"));
+                    }
+                }
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "README flag table vs clap:\n{}",
+            problems.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_check_catches_a_flag_that_does_not_exist() {
+        assert!(!accepted("evaluate", "--no-such-flag"));
+        assert!(accepted("evaluate", "--pass_k"));
+        assert!(accepted("generate", "--max-tokens"));
+    }
+}

@@ -190,7 +190,13 @@ fn generate_under_nohup_writes_plain_progress_lines_without_escape_codes() {
         progress.iter().any(|l| l.contains("eta ")),
         "lines carry an ETA:\n{err}"
     );
-    assert!(progress.last().unwrap().starts_with("6/6 samples"), "{err}");
+    assert!(
+        progress
+            .last()
+            .unwrap()
+            .starts_with("generate: 6/6 samples"),
+        "{err}"
+    );
     assert!(
         err.contains("retrying"),
         "the retry warning is logged:\n{err}"

@@ -106,4 +106,13 @@ env_vars! {
     Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";
     Tests BCB_REQUIRE_WHEEL "`1`: tests fail instead of skipping when maturin is missing (`.ci/setup-wheel.sh`).";
     Tests BCB_MATURIN "The `maturin` executable the wheel test builds bcb's wheel with (`.ci/setup-wheel.sh` prints it).";
+    Tests BCB_REQUIRE_CHROMIUM "`1`: the report-page test fails instead of skipping when Chromium is missing.";
+    Tests BCB_UPSTREAM_PYTHON "Python with the original harness (bigcodebench 0.2.5) for the differential tests.";
+    Tests BCB_GRADIO5_PYTHON "Python of the Gradio 5 venv (`.ci/setup-gradio.sh` prints it).";
+    Tests BCB_GRADIO6_PYTHON "Python of the Gradio 6 venv (`.ci/setup-gradio.sh` prints it).";
+    Tests BCB_REAL_SAMPLES_DIR "Directory of real model samples and results (default `../shared/real-samples`).";
+    Tests BCB_ADV_INNER "Set by the adversarial test for the copy of itself it runs inside the sandbox.";
+    Tests BCB_ESCAPE_INNER "Set by the escape test for the copy of itself it runs inside the sandbox.";
+    Tests BCB_ESCAPE_VISIBLE_DIR "The directory the escape test's inner copy may see.";
+    Tests CI "`true`: tests fail instead of skipping when something they need is missing.";
 }

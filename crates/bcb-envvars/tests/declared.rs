@@ -1,6 +1,6 @@
 //! Keeps the declaration the only one: no variable name as a string literal in an `env::var`
-//! call (or a clap `env =`) anywhere in the workspace's sources, and the README's table lists
-//! exactly the declared variables.
+//! call (or a clap `env =`) anywhere in the workspace's sources, tests read only declared
+//! variables, and the README's table lists exactly the declared variables.
 
 use std::path::{Path, PathBuf};
 
@@ -74,6 +74,51 @@ fn no_variable_is_named_by_a_literal_outside_the_declaration() {
     assert!(
         bad.is_empty(),
         "environment variables named outside bcb-envvars (use EnvVars::NAME, declaring it there first):\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The `tests/` folders of every crate (this one's too).
+fn test_sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for c in std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .flatten()
+    {
+        rust_files(&c.path().join("tests"), &mut files);
+    }
+    files
+}
+
+#[test]
+fn tests_read_only_declared_variables() {
+    // Cargo's own variables are not bcb's to declare.
+    let cargo = [
+        "CARGO_MANIFEST_DIR",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_BIN_EXE_bcb",
+    ];
+    let readers = ["env::var(\"", "env::var_os(\"", "env!(\"", "option_env!(\""];
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for file in test_sources() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            for reader in readers {
+                for piece in line.split(reader).skip(1) {
+                    let name = piece.split('"').next().unwrap_or_default();
+                    seen += 1;
+                    if !cargo.contains(&name) && !ALL.iter().any(|v| v.name == name) {
+                        bad.push(format!("{}:{}: {name}", file.display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 10, "the scan finds the tests' reads ({seen})");
+    assert!(
+        bad.is_empty(),
+        "tests read undeclared environment variables (declare them in bcb-envvars, group Tests):\n{}",
         bad.join("\n")
     );
 }

@@ -157,6 +157,7 @@ fn main() -> anyhow::Result<()> {
         limits: Limits::default(),
         runtime: "fake".into(),
         tamper: Default::default(),
+        hacks: Default::default(),
     };
     let base_rss = peak_rss_mb();
     let cpu0 = cpu_secs();

@@ -16,6 +16,8 @@ pub struct SampleResult {
     /// The executed code (calibration prefix included).
     pub solution: String,
     pub status: Status,
+    /// Absent in some hand-made files: no details.
+    #[serde(default)]
     pub details: Details,
     /// A rerun (`--rerun-failures`) changed the verdict; `status` is the first one. Absent
     /// from the file unless true, so files stay byte-compatible with upstream's.
@@ -44,10 +46,12 @@ impl EvalResults {
         EvalResults::new(chrono::Local::now().format("%Y-%m-%d %H:%M").to_string())
     }
 
+    /// Reads a results file, plain or gzip-compressed: the one reader of `*_eval_results.json`
+    /// (evaluate's reuse, `inspect`, `report`, `leaderboard` and `merge` all come here).
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let bytes = bcb_samples::read_bytes(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| {
+        serde_json::from_slice(&bytes).with_context(|| {
             format!(
                 "{} is not an eval-results file (expected {{\"date\", \"eval\": {{task_id: [{{task_id, solution, status, details}}]}}}})",
                 path.display()
@@ -98,30 +102,12 @@ impl PassAtK {
     }
 }
 
-/// Upstream's model name: the samples file's base name up to `--bigcodebench-`.
-pub fn model_name(samples: &Path) -> String {
-    let base = samples
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    base.split("--bigcodebench-")
-        .next()
-        .unwrap_or("")
-        .to_string()
-}
+/// Upstream's model name of a samples file (the grammar lives in `bcb-samples`).
+pub use bcb_samples::model_name;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn model_name_like_upstream() {
-        assert_eq!(
-            model_name(Path::new("r/meta-llama--Llama-3--main--bigcodebench-hard-instruct--vllm-0-1-sanitized_calibrated.jsonl")),
-            "meta-llama--Llama-3--main"
-        );
-        assert_eq!(model_name(Path::new("samples.jsonl")), "samples.jsonl");
-    }
 
     #[test]
     fn results_files_round_trip() {

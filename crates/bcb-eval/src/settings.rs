@@ -22,6 +22,8 @@ pub struct Settings {
     pub runtime: String,
     /// What a sample the tamper scan flags gets (samples only; canonical solutions are trusted).
     pub tamper: TamperPolicy,
+    /// What a reward hack detected at run time gets (canonical solutions and samples).
+    pub hacks: bcb_execute::HackPolicy,
 }
 
 impl Settings {
@@ -31,11 +33,12 @@ impl Settings {
     /// samples never reach it, the tamper scan comes first).
     pub fn execution_key(&self) -> String {
         format!(
-            "min_time={} base={} {} runtime={}",
+            "min_time={} base={} {} runtime={} hacks={}",
             self.min_time_limit,
             self.base_timeout,
             self.limits.key(),
-            self.runtime
+            self.runtime,
+            self.hacks
         )
     }
 
@@ -74,6 +77,7 @@ mod tests {
             limits: Limits::default(),
             runtime: "env".into(),
             tamper: TamperPolicy::Refuse,
+            hacks: bcb_execute::HackPolicy::default(),
         }
     }
 

@@ -26,6 +26,7 @@ fn settings(base_timeout: f64) -> Settings {
         limits: Limits::default(),
         runtime: "test".into(),
         tamper: Default::default(),
+        hacks: Default::default(),
     }
 }
 

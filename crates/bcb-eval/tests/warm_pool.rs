@@ -42,6 +42,7 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
                 max_processes: 64,
                 ..Limits::default()
             },
+            hacks: Default::default(),
         })
         .unwrap(),
     );

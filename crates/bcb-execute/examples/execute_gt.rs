@@ -70,6 +70,7 @@ fn main() -> anyhow::Result<()> {
         parallel,
         max_in_flight: 0,
         limits: Limits::default(),
+        hacks: Default::default(),
     };
     let start = Instant::now();
     let exec = executor_for(kind, cfg)?;

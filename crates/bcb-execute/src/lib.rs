@@ -16,6 +16,7 @@ use std::path::PathBuf;
 pub mod e2b;
 mod error;
 pub mod gradio;
+pub mod hack;
 pub mod intake;
 mod job;
 pub mod local;
@@ -24,6 +25,7 @@ mod spec;
 mod verdict;
 
 pub use error::ExecError;
+pub use hack::{HackClass, HackFlag, HackPolicy, REWARD_HACK};
 pub use intake::{JobSource, OnServed, Peek, Ticket};
 pub use job::{program_digest, Job, JobId, Limits, Program};
 pub use local::{
@@ -44,6 +46,8 @@ pub struct ExecConfig {
     /// `parallel` only while CPUs idle and memory allows); 0 = [`default_max_in_flight`].
     pub max_in_flight: usize,
     pub limits: Limits,
+    /// What a detected reward hack gets; `Off` runs no watch.
+    pub hacks: HackPolicy,
 }
 
 /// What the caller hears for each job, from any thread, as it finishes. Returning

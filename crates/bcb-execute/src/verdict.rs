@@ -165,6 +165,10 @@ pub struct Outcome {
         deserialize_with = "remark_compat"
     )]
     pub remark: Option<Remark>,
+    /// Reward hacks the harness's watch saw (see `hack`), under the `flag` and `fail`
+    /// policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<crate::HackFlag>,
 }
 
 impl Outcome {
@@ -177,6 +181,7 @@ impl Outcome {
             wall_secs: 0.0,
             cpu_secs: None,
             remark: None,
+            flags: Vec::new(),
         }
     }
 }

@@ -40,21 +40,18 @@ pub fn samples_path(p: &NameParts) -> PathBuf {
     if p.backend == "anthropic" && p.reasoning_budget > 0 && !p.reasoning_beta.is_empty() {
         model = format!("{model}--{}-{}", p.reasoning_budget, p.reasoning_beta);
     }
-    let extra = match p.subset {
-        Subset::Full => "",
-        Subset::Hard => "-hard",
-    };
-    let skip = if p.skip_prefill { "--skip_prefill" } else { "" };
-    let name = format!(
-        "{}{skip}--{}--bigcodebench{extra}-{}--{}-{}-{}-sanitized_calibrated.jsonl",
-        model.replace('/', "--"),
+    if p.skip_prefill {
+        model.push_str("--skip_prefill");
+    }
+    p.root.join(bcb_samples::generated_name(
+        &model,
         p.revision,
+        p.subset,
         p.split,
         p.backend,
         p.temperature,
-        p.n_samples
-    );
-    p.root.join(name)
+        p.n_samples,
+    ))
 }
 
 /// Python's `str()` of a number given as text: integers stay integers (`"1"`), floats use the

@@ -41,9 +41,8 @@ pub fn read_final(path: &Path) -> anyhow::Result<Vec<Value>> {
     Ok(rows)
 }
 
-/// `rows` in dataset order (samples of one task keep their order; unknown tasks go last) as
-/// `json.dumps(row) + "\n"` lines.
-pub fn render(dataset: &Dataset, mut rows: Vec<Value>) -> anyhow::Result<Vec<u8>> {
+/// `rows` in dataset order (samples of one task keep their order; unknown tasks go last).
+fn in_dataset_order(dataset: &Dataset, mut rows: Vec<Value>) -> Vec<Value> {
     let order: HashMap<&str, usize> = dataset
         .tasks()
         .iter()
@@ -57,12 +56,7 @@ pub fn render(dataset: &Dataset, mut rows: Vec<Value>) -> anyhow::Result<Vec<u8>
             .and_then(|id| order.get(id).copied())
             .unwrap_or(usize::MAX)
     });
-    let mut out = Vec::new();
-    for r in &rows {
-        out.extend(bcb_pyjson::to_line(r)?);
-        out.push(b'\n');
-    }
-    Ok(out)
+    rows
 }
 
 /// Writes the final file from its previous rows and the journal, then removes the journal.
@@ -70,8 +64,7 @@ pub fn finalize(dataset: &Dataset, final_path: &Path, previous: Vec<Value>) -> a
     let journal = journal_path(final_path);
     let mut rows = previous;
     rows.extend(read_journal(&journal)?);
-    let bytes = render(dataset, rows)?;
-    bcb_pyjson::write_atomic(final_path, &bytes)
+    bcb_samples::write_samples(final_path, &in_dataset_order(dataset, rows))
         .with_context(|| format!("cannot write {}", final_path.display()))?;
     match std::fs::remove_file(&journal) {
         Ok(()) => Ok(()),

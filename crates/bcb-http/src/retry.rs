@@ -176,13 +176,16 @@ pub fn check_blocking(
     sent: reqwest::Result<reqwest::blocking::Response>,
 ) -> Result<reqwest::blocking::Response, HttpError> {
     let resp = sent.map_err(|e| HttpError::from_reqwest(url, &e))?;
-    let status = resp.status();
-    if status.is_success() {
+    if resp.status().is_success() {
         return Ok(resp);
     }
-    let headers = resp.headers().clone();
-    let body = resp.text().unwrap_or_default();
-    Err(HttpError::from_status(url, status, &headers, &body))
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    Err(HttpError::from_status(
+        url,
+        status,
+        &headers,
+        &resp.text().unwrap_or_default(),
+    ))
 }
 
 /// [`check_blocking`] for async requests.
@@ -191,13 +194,16 @@ pub async fn check(
     sent: reqwest::Result<reqwest::Response>,
 ) -> Result<reqwest::Response, HttpError> {
     let resp = sent.map_err(|e| HttpError::from_reqwest(url, &e))?;
-    let status = resp.status();
-    if status.is_success() {
+    if resp.status().is_success() {
         return Ok(resp);
     }
-    let headers = resp.headers().clone();
-    let body = resp.text().await.unwrap_or_default();
-    Err(HttpError::from_status(url, status, &headers, &body))
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    Err(HttpError::from_status(
+        url,
+        status,
+        &headers,
+        &resp.text().await.unwrap_or_default(),
+    ))
 }
 
 #[cfg(test)]

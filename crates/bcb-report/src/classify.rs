@@ -16,10 +16,10 @@ pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
 /// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it
 /// (the executor's own constant, so the two never drift apart).
 pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
+/// `details["ALL"]` prefix: the run-time watch saw a reward hack (`--hack-policy fail`).
+pub const MARKER_REWARD_HACK: &str = bcb_execute::REWARD_HACK;
 /// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
 pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
-/// `details["ALL"]` prefix: the sample's output passed the output cap.
-pub const MARKER_OUTPUT_CAP: &str = "bcb: output cap";
 
 /// A failure's cause. Variants in display order; `Env*` are the environment's fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -39,12 +39,13 @@ pub enum FailureClass {
     Timeout,
     /// Killed by the memory limit, or a MemoryError.
     MemoryLimit,
-    /// The output cap was exceeded.
-    OutputCap,
     /// bcb's tamper scan refused to run the sample.
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
     TamperingDetected,
+    /// The run-time watch saw a reward hack (a value that agrees with anything, unittest's
+    /// control flow driven by the sample, trace hooks or frame walks, a result rewritten).
+    RewardHack,
     /// No network here: DNS, unreachable network, refused connection.
     EnvNetwork,
     /// NLTK (or TextBlob) data missing.
@@ -54,6 +55,8 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    // No "output cap" class: output past `--output-cap` is dropped, as upstream swallows all
+    // output, and never fails a sample.
     pub const ALL: [FailureClass; 13] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
@@ -62,9 +65,9 @@ impl FailureClass {
         FailureClass::AssertionFailure,
         FailureClass::Timeout,
         FailureClass::MemoryLimit,
-        FailureClass::OutputCap,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
+        FailureClass::RewardHack,
         FailureClass::EnvNetwork,
         FailureClass::EnvNltkData,
         FailureClass::EnvGroundTruth,
@@ -88,9 +91,9 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion_failure",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory_limit",
-            FailureClass::OutputCap => "output_cap",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
+            FailureClass::RewardHack => "reward_hack",
             FailureClass::EnvNetwork => "env_network",
             FailureClass::EnvNltkData => "env_nltk_data",
             FailureClass::EnvGroundTruth => "env_ground_truth",
@@ -107,9 +110,9 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion failure (wrong answer)",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory limit",
-            FailureClass::OutputCap => "output cap",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
+            FailureClass::RewardHack => "reward hack detected",
             FailureClass::EnvNetwork => "environment: network unreachable",
             FailureClass::EnvNltkData => "environment: NLTK data missing",
             FailureClass::EnvGroundTruth => "environment: ground truth fails",
@@ -178,7 +181,7 @@ pub fn classify_with(
     if let Some(all) = all {
         let marked = [
             (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
-            (MARKER_OUTPUT_CAP, FailureClass::OutputCap),
+            (MARKER_REWARD_HACK, FailureClass::RewardHack),
         ];
         for (marker, class) in marked {
             if all.starts_with(marker) {

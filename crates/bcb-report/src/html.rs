@@ -602,8 +602,8 @@ svg line.grid{stroke:var(--grid)}svg line.ci{stroke:var(--fg);stroke-width:1.2;o
 .c-pass{fill:#2da44e;background:#2da44e}.c-none{fill:var(--grid);background:var(--grid)}
 .c-syntax_error{fill:#8250df;background:#8250df}.c-import_error{fill:#bf3989;background:#bf3989}.c-name_or_attribute_error{fill:#e16f24;background:#e16f24}
 .c-other_exception{fill:#cf222e;background:#cf222e}.c-assertion_failure{fill:#d4a72c;background:#d4a72c}.c-timeout{fill:#0550ae;background:#0550ae}
-.c-memory_limit{fill:#1b7c83;background:#1b7c83}.c-output_cap{fill:#6e7781;background:#6e7781}.c-tampering_refused{fill:#000000;background:#000000}
-.c-tampering_detected{fill:#57606a;background:#57606a}.c-env_network{fill:#54aeff;background:#54aeff}.c-env_nltk_data{fill:#8dd6f5;background:#8dd6f5}
+.c-memory_limit{fill:#1b7c83;background:#1b7c83}.c-tampering_refused{fill:#000000;background:#000000}
+.c-tampering_detected{fill:#57606a;background:#57606a}.c-reward_hack{fill:#8250df;background:#8250df}.c-env_network{fill:#54aeff;background:#54aeff}.c-env_nltk_data{fill:#8dd6f5;background:#8dd6f5}
 .c-env_ground_truth{fill:#b6e3ff;background:#b6e3ff}
 :root[data-theme=dark] .c-tampering_refused{fill:#f0f6fc;background:#f0f6fc}
 .strip-row{display:flex;align-items:center;gap:8px;margin:3px 0}.strip-label{width:260px;flex:none;font-size:12px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}

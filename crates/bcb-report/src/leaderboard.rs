@@ -97,18 +97,15 @@ fn entry(path: &Path) -> anyhow::Result<Entry> {
     })
 }
 
-/// `(subset, split)` from `...--bigcodebench[-hard]-{split}--...`.
+/// `(subset, split)` from `...--bigcodebench[-hard]-{split}--...` (`bcb_samples::labels`).
 fn split_subset_from_name(name: &str) -> (Option<String>, Option<String>) {
-    let Some((_, rest)) = name.split_once("--bigcodebench-") else {
-        return (None, None);
-    };
-    let (subset, rest) = match rest.strip_prefix("hard-") {
-        Some(r) => ("hard", r),
-        None => ("full", rest),
-    };
-    let split = rest.split("--").next().unwrap_or("");
-    let split = matches!(split, "complete" | "instruct").then(|| split.to_string());
-    (Some(subset.to_string()), split)
+    match bcb_samples::labels(Path::new(name)) {
+        Some((subset, split)) => (
+            Some(subset.as_str().to_string()),
+            split.map(|s| s.as_str().to_string()),
+        ),
+        None => (None, None),
+    }
 }
 
 /// Official-style key: `org--name--revision` -> `name` (the leaderboard keys by display name).

@@ -2,7 +2,6 @@
 //! beside it, written by `bcb evaluate` or by the original harness.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -52,44 +51,34 @@ pub struct RunResults {
 impl RunResults {
     /// Reads `path` (`*_eval_results.json` or `.json.gz`) and, if it exists, its pass@k file.
     pub fn load(path: &Path) -> anyhow::Result<RunResults> {
-        let value = read_json(path)?;
-        let date = value
-            .get("date")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let eval = value
-            .get("eval")
-            .and_then(Value::as_object)
-            .with_context(|| {
-                format!(
-                    "{} is not an eval-results file (expected {{\"date\", \"eval\"}}); pass the \
-                 *_eval_results.json that `bcb evaluate` wrote",
-                    path.display()
-                )
-            })?;
-        let mut tasks = Vec::with_capacity(eval.len());
-        for (task_id, list) in eval {
-            let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
-            let samples = list
-                .iter()
-                .map(|r| {
-                    parse_sample(r).with_context(|| format!("{task_id} in {}", path.display()))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            tasks.push((task_id.clone(), samples));
-        }
+        let file = bcb_eval::EvalResults::load(path)?;
+        let tasks = file
+            .eval
+            .into_iter()
+            .map(|(task_id, list)| {
+                let samples = list
+                    .into_iter()
+                    .map(|r| Sample {
+                        status: r.status,
+                        details: r.details,
+                        solution: r.solution,
+                        flaky: r.flaky.then_some(true),
+                    })
+                    .collect();
+                (task_id, samples)
+            })
+            .collect();
         let mut run = RunResults {
             model: model_from_file_name(path),
             path: path.to_path_buf(),
-            date,
+            date: file.date,
             tasks,
             split: None,
             subset: None,
             gt_failed: Vec::new(),
             pass_at_k_file: BTreeMap::new(),
         };
-        if let Some(pk_path) = pass_at_k_path(path).filter(|p| p.exists()) {
+        if let Some(pk_path) = pass_at_k_path(path) {
             let pk = read_json(&pk_path)?;
             run.apply_pass_at_k(&pk);
         }
@@ -152,27 +141,6 @@ impl RunResults {
     }
 }
 
-fn parse_sample(r: &Value) -> anyhow::Result<Sample> {
-    let status_value = r.get("status").cloned().unwrap_or(Value::Null);
-    let status: Status = serde_json::from_value(status_value.clone()).with_context(|| {
-        format!("unknown status {status_value} (expected \"pass\", \"fail\" or \"timeout\")")
-    })?;
-    let details: Details = match r.get("details") {
-        Some(d) => serde_json::from_value(d.clone()).context("`details` is not an object")?,
-        None => Details::new(),
-    };
-    Ok(Sample {
-        status,
-        details,
-        solution: r
-            .get("solution")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        flaky: r.get("flaky").and_then(Value::as_bool),
-    })
-}
-
 /// Task ids from a file: a pass@k JSON (`failed_tasks`), a JSON list, or one id per line.
 pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
     let text =
@@ -209,81 +177,15 @@ pub fn read_task_list(path: &Path) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
-/// Reads JSON from a plain or gzip-compressed file (by the `.gz` suffix).
+/// Reads JSON from a plain or gzip-compressed file.
 pub fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut text = String::new();
-    if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(file)
-            .read_to_string(&mut text)
-            .with_context(|| format!("{} is not a gzip-compressed text file", path.display()))?;
-    } else {
-        std::io::BufReader::new(file)
-            .read_to_string(&mut text)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-    }
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+    let bytes =
+        bcb_samples::read_bytes(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not valid JSON", path.display()))
 }
 
-/// `X_eval_results.json[.gz]` -> `X_pass_at_k.json` (also tried with `.gz`).
-pub fn pass_at_k_path(results: &Path) -> Option<PathBuf> {
-    let name = results.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".gz").unwrap_or(name);
-    let base = stem.strip_suffix("eval_results.json")?;
-    let plain = results.with_file_name(format!("{base}pass_at_k.json"));
-    let gz = results.with_file_name(format!("{base}pass_at_k.json.gz"));
-    Some(if !plain.exists() && gz.exists() {
-        gz
-    } else {
-        plain
-    })
-}
+/// The pass@k file beside a results file, if there is one (see [`bcb_samples::existing_pass_at_k`]).
+pub use bcb_samples::existing_pass_at_k as pass_at_k_path;
 
-/// Upstream's model name from a results file name: the part before `--bigcodebench-`, else
-/// the name without `_eval_results.json`.
-pub fn model_from_file_name(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    if let Some((model, _)) = name.split_once("--bigcodebench-") {
-        return model.to_string();
-    }
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    let name = name.strip_suffix(".json").unwrap_or(name);
-    name.strip_suffix("_eval_results")
-        .or_else(|| name.strip_suffix("eval_results"))
-        .unwrap_or(name)
-        .trim_end_matches(['_', '-'])
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_names_from_file_names() {
-        assert_eq!(
-            model_from_file_name(Path::new(
-                "a/org--M--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated_eval_results.json.gz"
-            )),
-            "org--M--main"
-        );
-        assert_eq!(
-            model_from_file_name(Path::new("x/mine_eval_results.json")),
-            "mine"
-        );
-        assert_eq!(model_from_file_name(Path::new("dir/eval_results.json")), "");
-    }
-
-    #[test]
-    fn pass_at_k_beside_results() {
-        assert_eq!(
-            pass_at_k_path(Path::new("d/m_eval_results.json.gz")).unwrap(),
-            Path::new("d/m_pass_at_k.json")
-        );
-        assert!(pass_at_k_path(Path::new("d/other.json")).is_none());
-    }
-}
+/// The model name of a results file (see [`bcb_samples::model_of_results`]).
+pub use bcb_samples::model_of_results as model_from_file_name;

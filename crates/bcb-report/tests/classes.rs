@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use bcb_report::classify::{
-    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_OUTPUT_CAP, MARKER_TAMPER_DETECTED,
+    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_REWARD_HACK, MARKER_TAMPER_DETECTED,
     MARKER_TAMPER_REFUSED,
 };
 use bcb_report::results::{RunResults, Sample, Status};
@@ -132,19 +132,21 @@ fn constructed_marker_samples_give_the_bcb_classes() {
             FailureClass::TamperingDetected,
         ),
         (
+            marked(
+                Status::Fail,
+                &format!(
+                    "{MARKER_REWARD_HACK}: equality: Agree.__eq__ agrees with anything (line 5)"
+                ),
+            ),
+            FailureClass::RewardHack,
+        ),
+        (
             marked(Status::Timeout, MARKER_MEMORY_LIMIT),
             FailureClass::MemoryLimit,
         ),
         (
             marked(Status::Fail, MARKER_MEMORY_LIMIT),
             FailureClass::MemoryLimit,
-        ),
-        (
-            marked(
-                Status::Fail,
-                &format!("{MARKER_OUTPUT_CAP}: 65536 bytes of stdout"),
-            ),
-            FailureClass::OutputCap,
         ),
     ];
     for (sample, want) in cases {

@@ -7,10 +7,15 @@
 mod journal;
 mod naming;
 mod read;
+mod write;
 
 pub use journal::JsonlAppender;
-pub use naming::{eval_results_path, pass_at_k_path};
-pub use read::{read_samples, Origin, Sample, SampleBody};
+pub use naming::{
+    eval_results_path, existing_pass_at_k, generated_name, is_samples_file_name, labels,
+    model_name, model_of_results, pass_at_k_path, sanitized_name, GENERATED_TAIL, LABELS_MARK,
+};
+pub use read::{read_bytes, read_samples, Origin, Sample, SampleBody};
+pub use write::write_samples;
 
 use std::path::PathBuf;
 

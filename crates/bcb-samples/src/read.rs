@@ -47,21 +47,24 @@ pub fn read_samples(path: &Path) -> Result<Vec<Sample>, SamplesError> {
     }
 }
 
+/// A file's bytes, gunzipped when they are gzip data (by the magic bytes, not the name): the
+/// one reader of bcb's possibly-compressed files (samples, result files).
+pub fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+    let raw = std::fs::read(path)?;
+    if !raw.starts_with(&[0x1f, 0x8b]) {
+        return Ok(raw);
+    }
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 fn read_jsonl(path: &Path) -> Result<Vec<Sample>, SamplesError> {
     let io_err = |source| SamplesError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let raw = std::fs::read(path).map_err(io_err)?;
-    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(io_err)?;
-        out
-    } else {
-        raw
-    };
+    let bytes = read_bytes(path).map_err(io_err)?;
     let mut samples = Vec::new();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = i + 1;

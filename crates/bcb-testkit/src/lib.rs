@@ -111,7 +111,10 @@ pub fn dataset_dir() -> Option<PathBuf> {
 pub fn gradio_python(major: u32) -> Option<PathBuf> {
     require(
         Need::Gradio,
-        &format!("BCB_GRADIO{major}_PYTHON"),
+        match major {
+            5 => EnvVars::BCB_GRADIO5_PYTHON,
+            _ => EnvVars::BCB_GRADIO6_PYTHON,
+        },
         &format!("the Gradio {major} venv's python (`.ci/setup-gradio.sh` prints it)"),
     )
 }

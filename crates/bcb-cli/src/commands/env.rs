@@ -176,6 +176,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         parallel: 1,
         max_in_flight: 0,
         limits: bcb_execute::Limits::default(),
+        hacks: Default::default(),
     };
     // Every protection, in force or not, with the fallback named where it is not.
     let protections = bcb_execute::host_isolation().protections(&exec_cfg);

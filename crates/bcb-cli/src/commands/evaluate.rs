@@ -40,6 +40,7 @@ impl Args {
             limits: self.limits(),
             runtime: runtime.to_string(),
             tamper: self.tamper_policy,
+            hacks: self.hack_policy,
         }
     }
 
@@ -72,6 +73,7 @@ impl Args {
             parallel: self.parallel(),
             max_in_flight: self.max_in_flight,
             limits: settings.limits.clone(),
+            hacks: settings.hacks,
         }
     }
 

@@ -116,6 +116,11 @@ pub struct Args {
     /// its details), `warn` (run, findings logged) or `off` (no scan).
     #[arg(long, default_value = "refuse")]
     pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// What a reward hack the harness's run-time watch detects gets: `fail` (the pass becomes
+    /// `fail`, details `bcb: reward hack: ...`), `flag` (the tests' verdict, flagged) or `off`
+    /// (no watch).
+    #[arg(long, default_value = "fail")]
+    pub hack_policy: bcb_execute::HackPolicy,
     /// Run every sample whose verdict is not `pass` (and every failing canonical solution) N
     /// more times; a verdict that changes is marked `"flaky": true` in the results file (the
     /// first verdict counts for pass@k). Attempts are journaled; a resumed run does not redo them.

@@ -37,6 +37,9 @@ pub struct Args {
     pub output_cap: usize,
     #[arg(long)]
     pub kill_grace: f64,
+    /// What a reward hack the harness's watch detects gets (`fail`, `flag`, `off`).
+    #[arg(long, default_value = "fail")]
+    pub hack_policy: bcb_execute::HackPolicy,
     #[arg(long, env = EnvVars::BCB_PYTHON)]
     pub python: Option<PathBuf>,
 }
@@ -61,6 +64,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             output_cap_bytes: a.output_cap,
             kill_grace: Duration::from_secs_f64(a.kill_grace.max(0.0)),
         },
+        hacks: a.hack_policy,
     })?;
     let n = wire::run_jobs_file(executor.as_ref(), &a.jobs, &a.out)?;
     eprintln!("exec-jobs: {n} result(s) in {}", a.out.display());

@@ -136,13 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Plain files as `bcb evaluate` reads them; `.gz` (as in ../shared/real-samples) too.
+/// Plain or `.gz` (as in ../shared/real-samples), by the one reader.
 fn load_results(path: &Path) -> anyhow::Result<EvalResults> {
-    if path.extension().is_some_and(|e| e == "gz") {
-        let value = bcb_report::results::read_json(path)?;
-        return serde_json::from_value(value)
-            .with_context(|| format!("{} is not an eval-results file", path.display()));
-    }
     EvalResults::load(path)
 }
 

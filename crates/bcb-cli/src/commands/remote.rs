@@ -18,6 +18,7 @@ pub fn spec(a: &Args) -> anyhow::Result<ExecutorSpec> {
                 ("--output-cap", a.output_cap != d.output_cap_bytes),
                 ("--kill-grace", a.kill_grace != d.kill_grace.as_secs_f64()),
                 ("--tamper-policy", a.tamper_policy != Default::default()),
+                ("--hack-policy", a.hack_policy != Default::default()),
                 ("--executor", a.executor != LocalKind::Pool),
                 ("--max-in-flight", a.max_in_flight != 0),
                 ("--dataset", a.dataset.dataset.is_some()),

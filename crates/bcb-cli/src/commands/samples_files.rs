@@ -10,20 +10,10 @@ use super::evaluate_flags::Args;
 
 /// `(subset, split)` named by an upstream samples file name (`…--bigcodebench-hard-instruct--…`).
 fn labels_from_name(path: &std::path::Path) -> Option<(Subset, Split)> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.split_once("--bigcodebench-")?.1;
-    // `…--bigcodebench-hard-instruct--vllm-….jsonl`, or the labels last: `m--bigcodebench-complete.jsonl`.
-    let label = rest.split("--").next()?;
-    let label = label.strip_suffix(".jsonl").unwrap_or(label);
-    let (subset, split) = match label.strip_prefix("hard-") {
-        Some(split) => (Subset::Hard, split),
-        None => (Subset::Full, label),
-    };
-    Some((subset, split.parse().ok()?))
+    let (subset, split) = bcb_samples::labels(path)?;
+    Some((subset, split?))
 }
 
-/// `--samples` as files: a directory that holds samples files (and no `{task}/{k}.py`
-/// task directories) stands for those files, in name order; anything else is itself.
 pub(super) fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for path in paths {
@@ -42,7 +32,7 @@ pub(super) fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> 
         });
         let mut files: Vec<PathBuf> = entries
             .into_iter()
-            .filter(|p| p.is_file() && is_samples_file_name(p))
+            .filter(|p| p.is_file() && bcb_samples::is_samples_file_name(p))
             .collect();
         if task_dirs || files.is_empty() {
             out.push(path.clone());
@@ -62,15 +52,6 @@ pub(super) fn expand_samples(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> 
         );
     }
     Ok(out)
-}
-
-/// A samples file's name, not one of bcb's own files beside it (journals, result files).
-fn is_samples_file_name(path: &std::path::Path) -> bool {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    name.ends_with(".jsonl")
-        && !name.ends_with(".partial.jsonl")
-        && !name.contains("_eval_results.json")
-        && !name.contains(".shard-")
 }
 
 impl Args {

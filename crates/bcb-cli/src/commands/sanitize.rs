@@ -187,16 +187,7 @@ fn target_path(
         .with_context(|| format!("{}: not a file or directory name", samples.display()))?
         .to_string_lossy()
         .to_string();
-    let suffix = if calibrate {
-        "-sanitized-calibrated"
-    } else {
-        "-sanitized"
-    };
-    let new_name = if is_folder {
-        format!("{name}{suffix}")
-    } else if name.contains(".jsonl") {
-        name.replace(".jsonl", &format!("{suffix}.jsonl"))
-    } else {
+    let Some(new_name) = bcb_samples::sanitized_name(&name, calibrate, is_folder) else {
         // The original would silently write over its input here.
         anyhow::bail!(
             "{}: the file name has no `.jsonl`, so the output would overwrite the input; \
@@ -216,24 +207,16 @@ fn write_jsonl(target: &Path, rows: &[Done], keep_raw: bool) -> anyhow::Result<(
         #[serde(skip_serializing_if = "Option::is_none")]
         raw_solution: Option<&'a str>,
     }
-    let mut text = Vec::new();
-    for r in rows {
-        let row = Row {
+    let rows: Vec<Row> = rows
+        .iter()
+        .map(|r| Row {
             task_id: &r.task_id,
             solution: &r.solution,
             raw_solution: keep_raw.then_some(r.raw.as_str()),
-        };
-        text.extend(bcb_pyjson::to_line(&row)?);
-        text.push(b'\n');
-    }
-    let bytes = if target.to_string_lossy().ends_with(".gz") {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&text)?;
-        gz.finish()?
-    } else {
-        text
-    };
-    std::fs::write(target, bytes).with_context(|| format!("cannot write {}", target.display()))
+        })
+        .collect();
+    bcb_samples::write_samples(target, &rows)
+        .with_context(|| format!("cannot write {}", target.display()))
 }
 
 fn write_directory(target: &Path, rows: &[Done]) -> anyhow::Result<()> {

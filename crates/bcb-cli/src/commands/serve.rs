@@ -59,6 +59,11 @@ pub struct Args {
     /// What a sample the tamper scan flags gets: `refuse`, `warn` or `off`.
     #[arg(long, default_value = "refuse")]
     pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// What a reward hack the harness's run-time watch detects gets: `fail` (the pass becomes
+    /// `fail`, details `bcb: reward hack: ...`), `flag` (the tests' verdict, flagged) or `off`
+    /// (no watch).
+    #[arg(long, default_value = "fail")]
+    pub hack_policy: bcb_execute::HackPolicy,
     /// Run every sample, even one whose task and program another has (no dedup).
     #[arg(long)]
     pub no_dedup: bool,
@@ -122,6 +127,7 @@ impl Args {
             },
             runtime: pyenv::runtime_key(python),
             tamper: self.tamper_policy,
+            hacks: self.hack_policy,
         }
     }
 
@@ -181,6 +187,7 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
             parallel: args.parallel(),
             max_in_flight: args.max_in_flight,
             limits: settings.limits.clone(),
+            hacks: settings.hacks,
         })
         .with_context(|| format!("cannot start the {spec} executor"))?,
     );

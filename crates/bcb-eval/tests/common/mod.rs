@@ -49,5 +49,6 @@ pub fn settings() -> Settings {
         limits: Limits::default(),
         runtime: "test".into(),
         tamper: Default::default(),
+        hacks: Default::default(),
     }
 }

@@ -147,7 +147,7 @@ impl Drop for E2bBackend {
 pub fn exec_flags(opts: &E2bOptions, cfg: &ExecConfig) -> String {
     let l = &cfg.limits;
     format!(
-        "--executor {} --parallel {} --max-in-flight {} --max-as-limit {} --max-data-limit {} --max-stack-limit {} --memory-limit {} --max-processes {} --output-cap {} --kill-grace {}",
+        "--executor {} --parallel {} --max-in-flight {} --max-as-limit {} --max-data-limit {} --max-stack-limit {} --memory-limit {} --max-processes {} --output-cap {} --kill-grace {} --hack-policy {}",
         opts.executor,
         opts.parallel.max(0),
         cfg.max_in_flight,
@@ -157,7 +157,8 @@ pub fn exec_flags(opts: &E2bOptions, cfg: &ExecConfig) -> String {
         l.memory_mb,
         l.max_processes,
         l.output_cap_bytes,
-        l.kill_grace.as_secs_f64()
+        l.kill_grace.as_secs_f64(),
+        cfg.hacks
     )
 }
 

@@ -115,7 +115,7 @@ impl PoolExecutor {
         }
         let slot = w.slot.as_mut().expect("slot present");
         match slot.run(job, seat) {
-            Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
+            Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
                 Reading::Done(o) => Ok(o),
                 Reading::Abnormal(first) => {
                     let mut o = run_cold(&w.cold, job, seat)?;

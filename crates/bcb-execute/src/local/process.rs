@@ -154,7 +154,7 @@ pub(crate) fn run_cold(spec: &SlotSpec, job: &Job, seat: &Seat) -> Result<Outcom
     let mut slot =
         Slot::spawn_for(spec, Some(seat)).map_err(|e| ExecError::transient(format!("{e:#}")))?;
     let out = match slot.run(job, seat) {
-        Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64()) {
+        Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), spec.cfg.hacks) {
             Reading::Done(o) | Reading::Abnormal(o) => o,
         },
         Err(f) => slot_failure(&f, start.elapsed().as_secs_f64())?,

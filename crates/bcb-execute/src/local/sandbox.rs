@@ -533,6 +533,7 @@ mod tests {
             parallel: 1,
             max_in_flight: 0,
             limits: crate::Limits::default(),
+            hacks: Default::default(),
         }
     }
 

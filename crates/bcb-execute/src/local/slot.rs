@@ -277,6 +277,7 @@ impl Slot {
             freezer: spec.freezer.as_deref(),
             workroot: &spec.workroot,
             one_shot: spec.one_shot,
+            hacks: spec.cfg.hacks.watches(),
         };
         slot.send(&config)?;
         let warming = warm_in.map(|d| Arc::new(Freezable::warming(d.clone())));

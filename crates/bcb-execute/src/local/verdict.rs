@@ -8,12 +8,14 @@
 //!   upstream reports any death before a verdict.
 //! - The sample ended its own process before reporting (`os._exit`, a forged or missing
 //!   report): `fail` — upstream would say `timeout`; bcb never lets it pass.
+//! - The hack watch saw a reward hack: the [`HackPolicy`] decides (`fail` by default: a pass
+//!   becomes `fail` with `bcb: reward hack: ...` as its details).
 
 use serde_json::Value;
 
 use super::slot::SlotFailure;
 use super::wire::{Report, ResultMsg};
-use crate::{Details, ExecError, Outcome, Remark, Status};
+use crate::{Details, ExecError, HackPolicy, Outcome, Remark, Status};
 
 /// bcb's details text for a sample killed by the memory limit (reports classify on it).
 pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
@@ -63,12 +65,18 @@ fn stable_harness_path(trace: &str) -> String {
 }
 
 /// Applies the rules to one result message; `wall` is the executor's own measure.
-pub(crate) fn read_result(msg: &ResultMsg, wall: f64) -> Reading {
+pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
     let mut out = Outcome::new(Status::Timeout, Details::new());
     out.wall_secs = wall;
     out.cpu_secs = msg.cpu_secs;
     if let Some(report) = msg.report.as_ref().and_then(Report::parse) {
-        return from_report(msg, &report, out);
+        return match from_report(msg, &report, out) {
+            Reading::Done(mut o) => {
+                hacks.apply(&mut o, msg.hacks.clone());
+                Reading::Done(o)
+            }
+            abnormal => abnormal,
+        };
     }
     // No report: killed or exited before reporting.
     if msg.killed_at_deadline {
@@ -163,6 +171,37 @@ pub(crate) fn slot_failure(f: &SlotFailure, wall: f64) -> Result<Outcome, ExecEr
 
 #[cfg(test)]
 mod tests {
+    use super::{read_result, Reading, ResultMsg};
+    use crate::{HackClass, HackPolicy, Status};
+
+    fn hacked_pass() -> ResultMsg {
+        serde_json::from_value(serde_json::json!({
+            "expected": ["test_a"],
+            "report": {"status": "pass", "details": {}, "ran": ["test_a"]},
+            "hacks": [{"class": "tracing", "evidence": "sys.settrace", "line": 3, "runtime": false}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_hack_policy_decides_a_pass_the_watch_flagged() {
+        let done = |p| match read_result(&hacked_pass(), 1.0, p) {
+            Reading::Done(o) => o,
+            Reading::Abnormal(_) => panic!("a report is never abnormal"),
+        };
+        let o = done(HackPolicy::Fail);
+        assert_eq!(o.status, Status::Fail);
+        assert_eq!(
+            o.details.module_error(),
+            Some("bcb: reward hack: tracing: sys.settrace (line 3)")
+        );
+        assert_eq!(o.flags[0].class, HackClass::Tracing);
+        let o = done(HackPolicy::Flag);
+        assert_eq!((o.status, o.flags.len()), (Status::Pass, 1));
+        let o = done(HackPolicy::Off);
+        assert_eq!((o.status, o.flags.len()), (Status::Pass, 0));
+    }
+
     #[test]
     fn harness_paths_are_stable() {
         let t = "  File \"__test__.py\", line 50, in task_func\n  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness.py\", line 529, in patched\n";

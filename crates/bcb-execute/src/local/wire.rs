@@ -24,6 +24,8 @@ pub(crate) struct SlotConfig<'a> {
     pub freezer: Option<&'a Path>,
     pub workroot: &'a Path,
     pub one_shot: bool,
+    /// Run the reward-hack watch (see `crate::hack`).
+    pub hacks: bool,
 }
 
 #[derive(Serialize)]
@@ -97,6 +99,10 @@ pub(crate) struct ResultMsg {
     pub integrity: Option<String>,
     #[serde(default)]
     pub report: Option<Value>,
+    /// What the supervisor read on the account channel (the hack watch): trusted as far as
+    /// the channel carried it as it happened.
+    #[serde(default)]
+    pub hacks: Vec<crate::HackFlag>,
 }
 
 /// The sample process's own report.

@@ -31,6 +31,7 @@ pub fn config(python: PathBuf, parallel: usize) -> ExecConfig {
             max_processes: 64,
             ..Limits::default()
         },
+        hacks: Default::default(),
     }
 }
 
