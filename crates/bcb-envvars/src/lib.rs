@@ -104,6 +104,8 @@ env_vars! {
     Tests BCB_REQUIRE_SLURM "`1`: tests fail instead of skipping when Slurm and MUNGE are missing (needs root).";
     Tests BCB_SLURM_SBIN "Directory of `slurmctld`, `slurmd` and `munged` for the Slurm test (default `/usr/sbin`).";
     Tests BCB_LLM_MODEL "The small GGUF model the generation tests serve.";
+    Tests BCB_REQUIRE_WHEEL "`1`: tests fail instead of skipping when maturin is missing (`.ci/setup-wheel.sh`).";
+    Tests BCB_MATURIN "The `maturin` executable the wheel test builds bcb's wheel with (`.ci/setup-wheel.sh` prints it).";
     Tests BCB_REQUIRE_CHROMIUM "`1`: the report-page test fails instead of skipping when Chromium is missing.";
     Tests BCB_UPSTREAM_PYTHON "Python with the original harness (bigcodebench 0.2.5) for the differential tests.";
     Tests BCB_GRADIO5_PYTHON "Python of the Gradio 5 venv (`.ci/setup-gradio.sh` prints it).";

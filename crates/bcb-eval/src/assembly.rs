@@ -37,7 +37,7 @@ pub fn assemble(
                 let o = done.get(&p.id)?;
                 Some(SampleResult {
                     task_id: task.task_id.clone(),
-                    solution: p.solution.clone(),
+                    solution: p.solution.to_string(),
                     status: o.status,
                     details: o.details.clone(),
                     flaky: false,

@@ -74,7 +74,7 @@ mod tests {
         Job {
             id: JobId::new(task, Program::Sample(i), code),
             code: code.into(),
-            test: String::new(),
+            test: "".into(),
             entry_point: "f".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,

@@ -332,8 +332,8 @@ mod tests {
     fn job(task: &str, i: usize) -> Job {
         Job {
             id: JobId::new(task, Program::Sample(i), task),
-            code: String::new(),
-            test: String::new(),
+            code: "".into(),
+            test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,

@@ -103,20 +103,30 @@ pub fn read_journal(path: &Path, key: &str) -> Vec<JournalRecord> {
 }
 
 /// [`read_journal`] for journals of another record type (e.g. the verdict cache's).
+/// Streamed line by line: a journal of a million verdicts is never in memory as text.
 pub fn read_records<T: serde::de::DeserializeOwned>(path: &Path, key: &str) -> Vec<T> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
         return Vec::new();
     };
-    let mut lines = text.split_inclusive('\n');
-    let header_ok = lines
-        .next()
-        .and_then(|l| serde_json::from_str::<JournalHeader>(l).ok())
-        .is_some_and(|h| h.bcb_journal == JOURNAL_VERSION && h.key == key);
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::new();
+    let mut next_line = |line: &mut Vec<u8>| {
+        line.clear();
+        // Only complete lines: a torn last one (no newline) ends the journal.
+        matches!(reader.read_until(b'\n', line), Ok(n) if n > 0 && line.ends_with(b"\n"))
+    };
+    let header_ok = next_line(&mut line)
+        && serde_json::from_slice::<JournalHeader>(&line)
+            .is_ok_and(|h| h.bcb_journal == JOURNAL_VERSION && h.key == key);
     if !header_ok {
         return Vec::new();
     }
-    lines
-        .filter(|l| l.ends_with('\n'))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    let mut records = Vec::new();
+    while next_line(&mut line) {
+        if let Ok(r) = serde_json::from_slice(&line) {
+            records.push(r);
+        }
+    }
+    records
 }

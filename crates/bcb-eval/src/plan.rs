@@ -5,6 +5,7 @@
 use bcb_envvars::EnvVars;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::bail;
@@ -40,8 +41,8 @@ pub struct SampleProgram {
     pub id: JobId,
     /// Index among its task's samples (file order): upstream's completion id.
     pub completion_id: usize,
-    /// The executed code (what the result file's `solution` holds).
-    pub solution: String,
+    /// The executed code (what the result file's `solution` holds); its job shares it.
+    pub solution: Arc<str>,
 }
 
 /// A samples file read, checked against the dataset, and turned into programs.
@@ -77,7 +78,7 @@ impl Samples {
             programs.push(SampleProgram {
                 id: JobId::new(&task.task_id, Program::Sample(*n), &solution),
                 completion_id: *n,
-                solution,
+                solution: solution.into(),
             });
             *n += 1;
         }
@@ -139,8 +140,8 @@ pub fn ground_truth_jobs<'a>(
             let code = canonical_program(task);
             Job {
                 id: JobId::new(&task.task_id, Program::GroundTruth, &code),
-                code,
-                test: task.test.clone(),
+                code: code.into(),
+                test: task.test.as_str().into(),
                 entry_point: task.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(limit),
                 expected_secs: previous
@@ -160,6 +161,8 @@ pub fn sample_jobs<'a>(
     settings: &Settings,
     gt: &GroundTruth,
 ) -> Vec<Job> {
+    // One copy of each task's test code, shared by all of its jobs.
+    let mut tests: HashMap<&str, Arc<str>> = HashMap::new();
     let mut jobs: Vec<Job> = programs
         .into_iter()
         .map(|p| {
@@ -167,12 +170,16 @@ pub fn sample_jobs<'a>(
                 .get(&p.id.task_id)
                 .expect("samples are checked against the dataset");
             let gt_secs = gt.expected_secs(&task.task_id);
+            let test = tests
+                .entry(task.task_id.as_str())
+                .or_insert_with(|| task.test.as_str().into())
+                .clone();
             let limit = sample_time_limit(gt_secs, settings.min_time_limit, settings.base_timeout);
             let base = gt_secs.or_else(|| priors::expected_secs(&task.task_id));
             Job {
                 id: p.id.clone(),
                 code: p.solution.clone(),
-                test: task.test.clone(),
+                test,
                 entry_point: task.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(limit),
                 // Likely sleepers count as most of their limit: they start first.

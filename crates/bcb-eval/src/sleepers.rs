@@ -104,7 +104,7 @@ mod tests {
         let job = |task: &str, i: usize, code: &str| Job {
             id: JobId::new(task, Program::Sample(i), code),
             code: code.into(),
-            test: String::new(),
+            test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(100),
             expected_secs: Some(1.0),

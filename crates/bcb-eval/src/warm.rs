@@ -232,7 +232,7 @@ impl WarmSession {
                 SampleProgram {
                     id: JobId::new(&task.task_id, Program::Sample(i), &solution),
                     completion_id: i,
-                    solution,
+                    solution: solution.into(),
                 }
             })
             .collect();

@@ -48,8 +48,8 @@ fn main() -> anyhow::Result<()> {
             let code = format!("{}\n{}", t.complete_prompt, t.canonical_solution);
             Job {
                 id: JobId::new(&t.task_id, Program::GroundTruth, &code),
-                code,
-                test: t.test.clone(),
+                code: code.into(),
+                test: t.test.as_str().into(),
                 entry_point: t.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(time_limit),
                 expected_secs: None,

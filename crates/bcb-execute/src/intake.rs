@@ -219,8 +219,8 @@ mod tests {
     fn job(i: usize) -> Job {
         Job {
             id: JobId::new("t", Program::Sample(i), &i.to_string()),
-            code: String::new(),
-            test: String::new(),
+            code: "".into(),
+            test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,

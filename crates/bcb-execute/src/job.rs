@@ -1,6 +1,7 @@
 //! What to run: a program, its task's tests, and the limits it runs under.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -53,10 +54,12 @@ pub fn program_digest(code: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: JobId,
-    /// The code under test (calibration already applied by the plan).
-    pub code: String,
-    /// The task's unittest source (defines `TestCases`).
-    pub test: String,
+    /// The code under test (calibration already applied by the plan). Shared, not copied,
+    /// between the samples file's program, the plan and the executor's queue.
+    pub code: Arc<str>,
+    /// The task's unittest source (defines `TestCases`): one copy per task, shared by all
+    /// its jobs (a pass@100 run would otherwise hold a hundred).
+    pub test: Arc<str>,
     pub entry_point: String,
     /// The in-sample alarm for the suite (upstream: max(240, min_time_limit, gt) + 1).
     pub time_limit: Duration,

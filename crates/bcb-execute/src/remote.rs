@@ -171,7 +171,7 @@ mod tests {
         Job {
             id: JobId::new(&format!("BigCodeBench/{n}"), Program::Sample(0), "x"),
             code: "x".into(),
-            test: String::new(),
+            test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(secs),
             expected_secs: None,

@@ -210,20 +210,28 @@ impl Formatter for PythonFormatter {
     }
 }
 
-fn serialize<T: Serialize + ?Sized>(
+fn serialize_into<W: Write, T: Serialize + ?Sized>(
+    out: W,
     value: &T,
     indent: Option<usize>,
-) -> serde_json::Result<Vec<u8>> {
-    let mut out = Vec::new();
+) -> serde_json::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(
-        &mut out,
+        out,
         PythonFormatter {
             indent,
             level: 0,
             has_value: false,
         },
     );
-    value.serialize(&mut ser)?;
+    value.serialize(&mut ser)
+}
+
+fn serialize<T: Serialize + ?Sized>(
+    value: &T,
+    indent: Option<usize>,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    serialize_into(&mut out, value, indent)?;
     Ok(out)
 }
 
@@ -240,6 +248,23 @@ pub fn to_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Vec<u8>
 /// Writes `dest` so that readers see the old file or the whole new one, never a part: a temp
 /// file in the same directory (mode 0644, so shared caches stay readable), flushed, renamed.
 pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(dest, |w| w.write_all(bytes))
+}
+
+/// [`to_pretty`] of `value` written to `dest` as [`write_atomic`] does, streamed: the file's
+/// bytes are never held in memory at once (result files of a million samples are gigabytes).
+pub fn write_pretty_atomic<T: Serialize + ?Sized>(dest: &Path, value: &T) -> io::Result<()> {
+    write_atomic_with(dest, |w| {
+        let mut buf = io::BufWriter::with_capacity(1 << 20, w);
+        serialize_into(&mut buf, value, Some(2)).map_err(io::Error::other)?;
+        buf.flush()
+    })
+}
+
+fn write_atomic_with(
+    dest: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match dest.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -250,7 +275,7 @@ pub fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
     let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    write(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
     tmp.persist(dest).map_err(|e| e.error)?;
     // Make the rename itself durable; failing that is harmless.
@@ -272,6 +297,15 @@ mod tests {
         // python3 -c 'import json;print(json.dumps({"a":"é😀\n\"\x7f\x01","b":[1,2.5,1e16,1e-5],"c":{},"d":[],"e":{"x":[True,None]}},indent=2))'
         let expected = "{\n  \"a\": \"\\u00e9\\ud83d\\ude00\\n\\\"\\u007f\\u0001\",\n  \"b\": [\n    1,\n    2.5,\n    1e+16,\n    1e-05\n  ],\n  \"c\": {},\n  \"d\": [],\n  \"e\": {\n    \"x\": [\n      true,\n      null\n    ]\n  }\n}";
         assert_eq!(s, expected);
+    }
+
+    #[test]
+    fn streamed_file_equals_to_pretty() {
+        let v = json!({"date": "2025-01-01 10:00", "eval": {"t": [{"s": "x\ny", "n": 1.5}]}});
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        write_pretty_atomic(&p, &v).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), to_pretty(&v).unwrap());
     }
 
     #[test]

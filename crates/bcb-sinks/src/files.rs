@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use bcb_eval::{Event, Sink};
 
-/// Writes `value` as `json.dumps(value, indent=2)` would, atomically.
+/// Writes `value` as `json.dumps(value, indent=2)` would, atomically, streamed to the file.
 fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> anyhow::Result<()> {
-    let bytes = bcb_pyjson::to_pretty(value)?;
-    bcb_pyjson::write_atomic(path, &bytes)
+    bcb_pyjson::write_pretty_atomic(path, value)
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

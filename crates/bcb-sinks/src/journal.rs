@@ -98,6 +98,13 @@ impl Sink for JournalSink {
                 file.append(&record)
                     .with_context(|| format!("cannot write journal {}", self.path.display()))?;
             }
+            // The tail of a burst of verdicts is synced when its phase ends.
+            Event::PhaseFinished { phase } if self.phases.contains(phase) => {
+                if let Some(file) = self.file.as_mut() {
+                    file.sync_now()
+                        .with_context(|| format!("cannot sync journal {}", self.path.display()))?;
+                }
+            }
             Event::Finished(report)
                 if self.drop_when_finished
                     && !report.loaded_existing

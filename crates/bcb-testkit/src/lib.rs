@@ -33,6 +33,8 @@ pub enum Need {
     Gradio,
     /// Slurm and MUNGE daemons, run as root (`BCB_SLURM_SBIN`; `.ci/setup-slurm.sh`).
     Slurm,
+    /// maturin, to build bcb's wheel (`BCB_MATURIN`; `.ci/setup-wheel.sh`).
+    Wheel,
     /// The `sandbox-fusion` client venv (`BCB_SERVE_CLIENT_PYTHON`; `.ci/setup-serve.sh`).
     Serve,
 }
@@ -46,6 +48,7 @@ impl Need {
             Need::Upstream => EnvVars::BCB_REQUIRE_UPSTREAM,
             Need::Gradio => EnvVars::BCB_REQUIRE_GRADIO,
             Need::Slurm => EnvVars::BCB_REQUIRE_SLURM,
+            Need::Wheel => EnvVars::BCB_REQUIRE_WHEEL,
             Need::Serve => EnvVars::BCB_REQUIRE_SERVE,
         }
     }
@@ -113,6 +116,15 @@ pub fn gradio_python(major: u32) -> Option<PathBuf> {
             _ => EnvVars::BCB_GRADIO6_PYTHON,
         },
         &format!("the Gradio {major} venv's python (`.ci/setup-gradio.sh` prints it)"),
+    )
+}
+
+/// The `maturin` executable (`.ci/setup-wheel.sh` installs it and prints `BCB_MATURIN=`).
+pub fn maturin() -> Option<PathBuf> {
+    require(
+        Need::Wheel,
+        EnvVars::BCB_MATURIN,
+        "the maturin executable (`.ci/setup-wheel.sh` prints BCB_MATURIN=...)",
     )
 }
 

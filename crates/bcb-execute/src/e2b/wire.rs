@@ -41,8 +41,8 @@ pub fn jobs_file(jobs: &[Job]) -> Vec<u8> {
     for j in jobs {
         let line = JobLine {
             id: j.id.clone(),
-            code: j.code.clone(),
-            test: j.test.clone(),
+            code: j.code.to_string(),
+            test: j.test.to_string(),
             entry_point: j.entry_point.clone(),
             time_limit_secs: j.time_limit.as_secs_f64(),
             expected_secs: j.expected_secs,
@@ -86,8 +86,8 @@ pub fn run_jobs_file(executor: &dyn Executor, jobs: &Path, out: &Path) -> anyhow
             let j: JobLine = serde_json::from_str(l)?;
             Ok(Job {
                 id: j.id,
-                code: j.code,
-                test: j.test,
+                code: j.code.into(),
+                test: j.test.into(),
                 entry_point: j.entry_point,
                 time_limit: Duration::from_secs_f64(j.time_limit_secs),
                 expected_secs: j.expected_secs,

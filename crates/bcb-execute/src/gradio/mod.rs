@@ -462,7 +462,7 @@ pub fn samples_file(jobs: &[Job]) -> (Vec<u8>, String) {
     let mut bytes = Vec::new();
     let mut ids: Vec<&str> = Vec::new();
     for job in jobs {
-        let row = json!({"task_id": job.id.task_id, "solution": job.code});
+        let row = json!({"task_id": job.id.task_id, "solution": &*job.code});
         bytes.extend_from_slice(row.to_string().as_bytes());
         bytes.push(b'\n');
         let n = job
@@ -509,7 +509,7 @@ pub fn match_results(jobs: &[Job], output: &Value) -> Result<Vec<(JobId, Outcome
             .ok_or_else(|| bad(format!("no result {} for {task}", *i + 1)))?;
         *i += 1;
         if let Some(solution) = entry.get("solution").and_then(Value::as_str) {
-            if solution != job.code {
+            if solution != &*job.code {
                 return Err(bad(format!(
                     "result {i} of {task} is for another program (the Space changed the code it ran: is calibration forced on?)"
                 )));

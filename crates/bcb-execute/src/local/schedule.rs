@@ -570,8 +570,8 @@ mod tests {
     fn job(task: &str, i: usize) -> Job {
         Job {
             id: JobId::new(task, Program::Sample(i), ""),
-            code: String::new(),
-            test: String::new(),
+            code: "".into(),
+            test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,

@@ -39,8 +39,8 @@ pub fn config(python: PathBuf, parallel: usize) -> ExecConfig {
 pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job {
     Job {
         id: JobId::new(task_id, Program::Sample(key), code),
-        code: code.to_string(),
-        test: test.to_string(),
+        code: code.into(),
+        test: test.into(),
         entry_point: "task_func".into(),
         time_limit: Duration::from_secs_f64(secs),
         expected_secs: None,
