@@ -97,6 +97,22 @@ pub fn all_failed(jobs: &[Job], e: &ExecError) -> JobResults {
 }
 
 /// A value cut to a readable length for error messages (the shared excerpt).
+/// The blocking HTTP client of every remote backend: 20-s connect, `read_timeout` per
+/// request, bcb's user agent.
+pub(crate) fn http_client(read_timeout: Duration) -> Result<reqwest::blocking::Client, ExecError> {
+    reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(20))
+        .timeout(read_timeout)
+        .user_agent(concat!("bcb/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| {
+            ExecError::fatal(
+                format!("cannot build an HTTP client: {e}"),
+                "this is a bug in bcb; please report it",
+            )
+        })
+}
+
 pub(crate) fn short(v: &impl std::fmt::Display) -> String {
     bcb_http::excerpt(&v.to_string())
 }

@@ -166,16 +166,7 @@ impl E2bBackend {
     /// Ready to run; the sandbox is created at the first chunk. Ctrl-C from now on stops
     /// the run at the next message from the sandbox, which is then killed.
     pub fn new(opts: E2bOptions, cfg: &ExecConfig) -> Result<Self, ExecError> {
-        let http = Client::builder()
-            .connect_timeout(Duration::from_secs(20))
-            .timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| {
-                ExecError::fatal(
-                    format!("cannot build an HTTP client: {e}"),
-                    "this is a bug in bcb; please report it",
-                )
-            })?;
+        let http = crate::remote::http_client(Duration::from_secs(120))?;
         let cancel = opts.cancel.clone();
         if let Err(e) = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst)) {
             tracing::warn!("cannot catch Ctrl-C ({e}); an interrupted run may leave its sandbox alive until it times out");

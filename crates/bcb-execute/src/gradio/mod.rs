@@ -151,17 +151,7 @@ impl From<ExecError> for Attempt {
 impl GradioBackend {
     /// Connects: finds the API and checks its interface (nothing is sent to evaluate yet).
     pub fn connect(opts: GradioOptions, limits: &crate::Limits) -> Result<Self, ExecError> {
-        let http = Client::builder()
-            .connect_timeout(Duration::from_secs(20))
-            .timeout(opts.read_timeout)
-            .user_agent(concat!("bcb/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ExecError::fatal(
-                    format!("cannot build an HTTP client: {e}"),
-                    "this is a bug in bcb; please report it",
-                )
-            })?;
+        let http = crate::remote::http_client(opts.read_timeout)?;
         let root = opts.endpoint.trim_end_matches('/').to_string();
         let mut backend = GradioBackend {
             limits: (limits.max_as_mb, limits.max_data_mb, limits.max_stack_mb),
