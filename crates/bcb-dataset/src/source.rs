@@ -12,14 +12,7 @@ pub const DATASET_DIR_ENV: &str = EnvVars::BCB_DATASET_DIR;
 pub const OVERRIDE_PATH_ENV: &str = EnvVars::BIGCODEBENCH_OVERRIDE_PATH;
 
 /// The cache root: `$BCB_CACHE_DIR`, else `~/.cache/bcb`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os(EnvVars::BCB_CACHE_DIR) {
-        return PathBuf::from(dir);
-    }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("bcb")
-}
+pub use bcb_envvars::cache_dir;
 
 /// Base file name (no extension) for a subset and version, as in `../shared/bigcodebench/`.
 pub fn file_name(subset: Subset, version: &str) -> String {

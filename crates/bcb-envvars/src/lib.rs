@@ -2,6 +2,19 @@
 //! `uv-static`): code elsewhere names a variable only as an [`EnvVars`] constant, a test keeps
 //! string literals out of `env::var` calls, and the README's table is checked against [`ALL`].
 
+use std::path::PathBuf;
+
+/// Root of bcb's caches: `$BCB_CACHE_DIR`, else `{user cache}/bcb` (`~/.cache/bcb`). Here, beside
+/// the variable, because every crate that keeps files (datasets, the eval env, verdicts) needs it.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(EnvVars::BCB_CACHE_DIR) {
+        return PathBuf::from(dir);
+    }
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("bcb")
+}
+
 /// What a variable belongs to, for the README's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Group {

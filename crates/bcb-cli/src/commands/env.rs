@@ -38,6 +38,10 @@ pub struct SetupArgs {
     /// Do not try to download NLTK data.
     #[arg(long)]
     pub no_nltk: bool,
+    /// Install detached (output to `{env}.setup.log`) and return at once; whatever needs the
+    /// interpreter meanwhile waits for the install.
+    #[arg(long)]
+    pub background: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -60,27 +64,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn setup(args: SetupArgs) -> anyhow::Result<ExitCode> {
-    let dir = args.env_dir.unwrap_or_else(pyenv::default_env_dir);
-    let changed = pyenv::setup(&dir, &args.base_python, args.force, &mut |s| {
-        eprintln!("{s}")
-    })?;
-    if changed {
-        eprintln!("environment ready: {}", dir.display());
-    } else {
-        eprintln!("environment is current: {}", dir.display());
+    let req = pyenv::SetupRequest {
+        dir: args.env_dir.unwrap_or_else(pyenv::default_env_dir),
+        base_python: args.base_python,
+        force: args.force,
+        nltk: !args.no_nltk,
+    };
+    if args.background {
+        let started = pyenv::spawn_background(&req, &std::env::current_exe()?, &["env", "setup"])?;
+        eprintln!("{}", started.describe(&req.dir));
+        return Ok(ExitCode::SUCCESS);
     }
-    if !args.no_nltk {
-        let missing = pyenv::fetch_nltk_data(&dir)?;
-        if missing.is_empty() {
-            eprintln!("NLTK data present in {}", dir.join("nltk_data").display());
-        } else {
-            eprintln!(
-                "warning: could not download NLTK data ({}): no network? Tasks that need it will fail; `bcb env check` lists them",
-                missing.join(", ")
-            );
-        }
+    let report = pyenv::setup_with_data(&req, &mut |s| eprintln!("{s}"))?;
+    for line in pyenv::report_lines(&req.dir, &report) {
+        eprintln!("{line}");
     }
-    println!("{}", pyenv::env_python(&dir).display());
+    println!("{}", pyenv::env_python(&req.dir).display());
     Ok(ExitCode::SUCCESS)
 }
 
