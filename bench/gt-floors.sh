@@ -5,7 +5,10 @@
 # finished, and bcb's wall as a ratio of two floors:
 #   test-time floor = max(longest test, sum of test wall / cores)
 #   CPU floor       = sum of per-sample CPU (rusage of the sample's process tree) / cores
-# and the median per-sample overhead (job wall - test time) where the journal records both.
+# and the median per-sample overhead (job wall - test time) where the journal records both;
+# and the CPU the floor does not count (the whole process tree's user+sys minus the samples':
+# slot warm-ups, supervisors, bcb itself) with the floor no schedule can beat,
+#   reachable floor = max(longest job wall, process tree CPU / cores).
 # (For the overhead of an older checkout side by side use bench/execute.sh BASELINE_SRC=.)
 #
 # usage: bench/gt-floors.sh [full|hard] [parallel]
@@ -25,7 +28,7 @@ run() { # name binary
     local name=$1 bin=$2 cache="$out/$1-cache"
     rm -rf "$cache"; mkdir -p "$cache"
     echo "== $name: $bin evaluate --check-gt-only --subset $subset --parallel $parallel" >&2
-    BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M' -o "$out/$name.time" \
+    BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M %U %S' -o "$out/$name.time" \
         "$bin" evaluate --check-gt-only --subset "$subset" --parallel "$parallel" -q \
         >"$out/$name.out" 2>"$out/$name.err" || true
     cp "$cache"/ground-truth/*.jsonl "$out/$name.journal.jsonl"
@@ -50,12 +53,12 @@ def load(name):
             rows.append((r["id"]["task_id"], r["status"], r.get("test_secs"), r.get("wall_secs"), r.get("cpu_secs")))
         else:          # older journal: {task_id, status, secs}
             rows.append((r["task_id"], r["status"], r.get("secs"), None, None))
-    wall, rss = open(os.path.join(out, name + ".time")).read().split()
-    return rows, float(wall), int(rss) / 1024
+    wall, rss, user, sys_ = open(os.path.join(out, name + ".time")).read().split()[-4:]
+    return rows, float(wall), int(rss) / 1024, float(user) + float(sys_)
 runs = {n: load(n) for n in ("baseline", "current") if os.path.exists(os.path.join(out, n + ".time"))}
 cur_rows = runs["current"][0]
 longest = sorted((r for r in cur_rows if r[2]), key=lambda r: -r[2])[:5]
-for name, (rows, wall, rss) in runs.items():
+for name, (rows, wall, rss, _) in runs.items():
     order = {r[0]: i for i, r in enumerate(rows)}
     ok = sum(r[1] == "pass" for r in rows)
     over = sorted(r[3] - r[2] for r in rows if r[2] is not None and r[3] is not None)
@@ -73,6 +76,11 @@ wall = runs["current"][1]
 print(f"floors (current, {cores} cores): test-time {test_floor:.1f}s (longest {max(walls):.1f}s, "
       f"sum of job wall {sum(walls):.1f}s, of test time {sum(tests):.1f}s), CPU {cpu_floor:.1f}s (sum {sum(cpus):.1f}s)")
 print(f"current wall / test-time floor {wall / test_floor:.2f}   wall / CPU floor {wall / cpu_floor:.2f}")
+tree = runs["current"][3]
+reachable = max(max(walls), tree / cores)
+print(f"process tree CPU {tree:.1f}s, samples {sum(cpus):.1f}s: {tree - sum(cpus):.1f}s not in the CPU floor "
+      f"({1000 * (tree - sum(cpus)) / max(len(cur_rows), 1):.0f} ms a job); reachable floor {reachable:.1f}s "
+      f"(CPU floor x {reachable / cpu_floor:.2f}); wall / reachable floor {wall / reachable:.2f}")
 if "baseline" in runs:
     b = {r[0]: r[1] for r in runs["baseline"][0]}
     c = {r[0]: r[1] for r in cur_rows}

@@ -4,9 +4,12 @@
 //! A group is one submitter (a batch phase, or one client's submission with its retries);
 //! [`Engine::enqueue`] adds a pass of jobs to a group and returns a [`Pass`] that yields each
 //! job's result as it finishes and ends when every job of the pass was delivered or dropped
-//! (cancelled, or the executor stopped). Groups take turns: the executor's next free slot
-//! gets the next job of the next group in round-robin order, so one group of 1,000 jobs does
-//! not starve a later one of 1; within a group, jobs keep the order given (longest first).
+//! (cancelled, or the executor stopped). Groups take turns in rounds: each group with queued
+//! jobs gets one job a round, and a group that arrives joins the current round, so one group
+//! of 1,000 jobs does not starve a later one of 1. Within a round the longest expected head
+//! goes first (a task that timed out meanwhile before all), so a server fed many one-sample
+//! submissions still starts its long and sleeping samples early instead of in arrival order;
+//! within a group, jobs keep the order given (longest first).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -38,9 +41,16 @@ struct Entry {
 
 #[derive(Default)]
 struct State {
-    /// Groups with queued jobs, in turn order: the front one gives the next job.
-    turns: VecDeque<u64>,
+    /// Queued jobs of each group; a group with none has no entry.
     queues: HashMap<u64, VecDeque<Entry>>,
+    /// The round in which each group may get its next job (kept until it is forgotten, so
+    /// a group that empties and comes back does not get a second job in one round).
+    next_round: HashMap<u64, u64>,
+    /// The round of the last job handed out: groups joining now take their turn in it.
+    round: u64,
+    /// Tasks that had a sample time out while their jobs were queued: their heads go first
+    /// within a round (they probably wait too). Cleared whenever the queue runs dry.
+    hurried: HashSet<String>,
     in_flight: HashMap<Ticket, (u64, Route)>,
     /// Per group: (errors in a row with no verdict between, the limit that trips it).
     breakers: HashMap<u64, (usize, usize)>,
@@ -55,6 +65,30 @@ struct State {
 impl State {
     fn queued(&self) -> usize {
         self.queues.values().map(VecDeque::len).sum()
+    }
+
+    /// The group whose head goes next: the earliest round first; within it a hurried task's
+    /// head, then the longest expected head, then the oldest (smallest ticket).
+    fn next_group(&self) -> Option<u64> {
+        self.queues
+            .iter()
+            .filter_map(|(g, q)| q.front().map(|head| (*g, head)))
+            .min_by(|(ga, a), (gb, b)| {
+                let round = |g: &u64| self.next_round.get(g).copied().unwrap_or(0);
+                let hurried = |e: &Entry| self.hurried.contains(e.job.task_id());
+                let secs = |e: &Entry| e.job.expected_secs.unwrap_or(0.0);
+                round(ga)
+                    .cmp(&round(gb))
+                    .then_with(|| hurried(b).cmp(&hurried(a)))
+                    .then_with(|| secs(b).total_cmp(&secs(a)))
+                    .then_with(|| a.ticket.cmp(&b.ticket))
+            })
+            .map(|(g, _)| g)
+    }
+
+    /// Drops `group`'s queued jobs; returns how many.
+    fn drop_queue(&mut self, group: u64) -> usize {
+        self.queues.remove(&group).map_or(0, |q| q.len())
     }
 }
 
@@ -87,7 +121,7 @@ impl Engine {
         Arc::new(Engine::default())
     }
 
-    /// A new submitter: its own turn in the round-robin.
+    /// A new submitter: its own turn in each round.
     pub fn group(&self) -> u64 {
         let mut s = self.state.lock().unwrap();
         s.next_group += 1;
@@ -119,12 +153,10 @@ impl Engine {
                     });
                 }
                 s.breakers.insert(group, (0, breaker.max(1)));
-                let queue = s.queues.entry(group).or_default();
-                let was_empty = queue.is_empty();
-                queue.extend(entries);
-                if was_empty {
-                    s.turns.push_back(group);
-                }
+                let round = s.round;
+                let next = s.next_round.entry(group).or_insert(round);
+                *next = (*next).max(round);
+                s.queues.entry(group).or_default().extend(entries);
             }
         }
         drop(tx);
@@ -134,9 +166,7 @@ impl Engine {
 
     /// Drops `group`'s queued jobs (running ones finish and are delivered); returns how many.
     pub fn cancel_queued(&self, group: u64) -> usize {
-        let mut s = self.state.lock().unwrap();
-        s.turns.retain(|g| *g != group);
-        s.queues.remove(&group).map_or(0, |q| q.len())
+        self.state.lock().unwrap().drop_queue(group)
     }
 
     /// Cancels `group` for good: queued jobs are dropped and later passes take nothing.
@@ -154,7 +184,7 @@ impl Engine {
         let mut s = self.state.lock().unwrap();
         s.cancelled.remove(&group);
         s.breakers.remove(&group);
-        s.turns.retain(|g| *g != group);
+        s.next_round.remove(&group);
         s.queues.remove(&group);
     }
 
@@ -167,7 +197,6 @@ impl Engine {
     /// Drops every queued job and closes: running jobs finish, nothing else starts.
     pub fn abort(&self) {
         let mut s = self.state.lock().unwrap();
-        s.turns.clear();
         s.queues.clear();
         s.closed = true;
         drop(s);
@@ -211,7 +240,7 @@ impl Engine {
         EngineStats {
             queued: s.queued(),
             in_flight: s.in_flight.len(),
-            waiting_groups: s.turns.len(),
+            waiting_groups: s.queues.len(),
         }
     }
 
@@ -223,7 +252,7 @@ impl Engine {
         // that finds everything journaled or cached starts nothing.
         loop {
             let s = self.state.lock().unwrap();
-            if !s.turns.is_empty() {
+            if !s.queues.is_empty() {
                 break;
             }
             if s.closed {
@@ -239,7 +268,6 @@ impl Engine {
         });
         let mut s = self.state.lock().unwrap();
         s.stopped = Some(result.as_ref().err().cloned());
-        s.turns.clear();
         s.queues.clear();
         s.in_flight.clear();
         drop(s);
@@ -264,8 +292,7 @@ impl Engine {
                         }
                     };
                     if trip {
-                        s.turns.retain(|g| *g != group);
-                        s.queues.remove(&group);
+                        s.drop_queue(group);
                     }
                 }
             }
@@ -286,9 +313,8 @@ impl JobSource for Engine {
     fn peek(&self) -> Peek {
         let s = self.state.lock().unwrap();
         let front = s
-            .turns
-            .front()
-            .and_then(|g| s.queues.get(g))
+            .next_group()
+            .and_then(|g| s.queues.get(&g))
             .and_then(|q| q.front());
         match front {
             Some(e) => Peek::Ready(e.job.task_id().to_string()),
@@ -299,13 +325,18 @@ impl JobSource for Engine {
 
     fn pull(&self) -> Option<(Ticket, Job)> {
         let mut s = self.state.lock().unwrap();
-        let group = s.turns.pop_front()?;
+        let group = s.next_group()?;
         let queue = s.queues.get_mut(&group)?;
         let entry = queue.pop_front()?;
         if queue.is_empty() {
             s.queues.remove(&group);
-        } else {
-            s.turns.push_back(group); // next time, the next group's turn
+        }
+        // This group's next job waits for the next round, after every other group's.
+        let round = s.next_round.get(&group).copied().unwrap_or(s.round);
+        s.round = round;
+        s.next_round.insert(group, round + 1);
+        if s.queues.is_empty() {
+            s.hurried.clear();
         }
         s.in_flight.insert(entry.ticket, (group, entry.route));
         Some((entry.ticket, entry.job))
@@ -313,10 +344,15 @@ impl JobSource for Engine {
 
     fn promote(&self, task: &str) -> usize {
         let mut s = self.state.lock().unwrap();
-        s.queues
+        let moved = s
+            .queues
             .values_mut()
             .map(|q| promote_task(q, task, |e| e.job.task_id()))
-            .sum()
+            .sum();
+        if moved > 0 {
+            s.hurried.insert(task.to_string());
+        }
+        moved
     }
 
     fn wait(&self, timeout: Duration) {
@@ -360,6 +396,85 @@ mod tests {
             "{next:?}"
         );
         assert_eq!(e.stats().in_flight, 4);
+    }
+
+    fn timed(task: &str, i: usize, secs: f64) -> Job {
+        Job {
+            expected_secs: Some(secs),
+            ..job(task, i)
+        }
+    }
+
+    #[test]
+    fn among_many_one_job_groups_the_longest_expected_starts_first() {
+        let e = Engine::new();
+        let secs = [1.0, 156.0, 0.5, 60.0, 3.0];
+        let _passes: Vec<Pass> = secs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| e.enqueue(e.group(), vec![timed(&format!("t{i}"), 0, *s)], 4))
+            .collect();
+        assert_eq!(e.peek(), Peek::Ready("t1".into()), "peek agrees with pull");
+        let order: Vec<String> = (0..5)
+            .filter_map(|_| e.pull())
+            .map(|(_, j)| j.task_id().to_string())
+            .collect();
+        assert_eq!(order, ["t1", "t3", "t4", "t0", "t2"]);
+    }
+
+    #[test]
+    fn a_short_one_job_group_waits_one_round_at_most_behind_long_groups() {
+        let e = Engine::new();
+        let (a, b) = (e.group(), e.group());
+        let _pa = e.enqueue(a, (0..100).map(|i| timed("long", i, 200.0)).collect(), 4);
+        let _pb = e.enqueue(
+            b,
+            (0..100).map(|i| timed("long", 100 + i, 100.0)).collect(),
+            4,
+        );
+        assert_eq!(pulled(&e, 5).len(), 5);
+        let c = e.group();
+        let _pc = e.enqueue(c, vec![timed("short", 0, 0.1)], 4);
+        let next: Vec<String> = (0..3)
+            .filter_map(|_| e.pull())
+            .map(|(_, j)| j.task_id().to_string())
+            .collect();
+        assert!(next.contains(&"short".to_string()), "{next:?}");
+        // and the two big groups still alternate: one job each a round
+        let rest: Vec<f64> = (0..6)
+            .filter_map(|_| e.pull())
+            .map(|(_, j)| j.expected_secs.unwrap())
+            .collect();
+        assert!(rest.windows(2).all(|w| w[0] != w[1]), "{rest:?}");
+    }
+
+    #[test]
+    fn a_group_that_empties_and_comes_back_does_not_get_two_jobs_in_a_round() {
+        let e = Engine::new();
+        let (a, b) = (e.group(), e.group());
+        let _pb = e.enqueue(b, (0..10).map(|i| timed("b", i, 1.0)).collect(), 4);
+        let _pa = e.enqueue(a, vec![timed("a", 0, 50.0)], 4);
+        let task = |e: &Engine| e.pull().map(|(_, j)| j.task_id().to_string());
+        assert_eq!(task(&e).as_deref(), Some("a"), "the longer head");
+        let _pa2 = e.enqueue(a, vec![timed("a", 1, 50.0)], 4);
+        assert_eq!(task(&e).as_deref(), Some("b"), "a had its job this round");
+        assert_eq!(task(&e).as_deref(), Some("a"));
+        assert_eq!(task(&e).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn a_timed_out_tasks_head_goes_first_within_its_round() {
+        let e = Engine::new();
+        let _p: Vec<Pass> = [("a", 100.0), ("b", 1.0), ("c", 50.0)]
+            .iter()
+            .map(|(t, s)| e.enqueue(e.group(), vec![timed(t, 0, *s)], 4))
+            .collect();
+        assert_eq!(e.promote("b"), 1);
+        let order: Vec<String> = (0..3)
+            .filter_map(|_| e.pull())
+            .map(|(_, j)| j.task_id().to_string())
+            .collect();
+        assert_eq!(order, ["b", "a", "c"]);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use bcb_eval::WarmOptions;
 use bcb_eval::{GtCache, SessionError, SubmitOptions, SubmitSample, WarmSession};
@@ -78,6 +78,68 @@ fn a_later_submission_of_one_job_is_not_starved_by_an_earlier_one_of_many_script
         3 + 41,
         "ground truth once, every sample once"
     );
+}
+
+#[test]
+fn many_one_sample_submissions_start_the_longest_expected_first_scripted() {
+    // Ground truth: task 1 takes 50 s, task 2 5 s, task 0 0.1 s. While the one worker is held
+    // by a first sample, five one-sample submissions queue in the order 0, 2, 1, 0, 2; they
+    // then run longest first, not in arrival order.
+    let dir = tempfile::tempdir().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (seen, held) = (order.clone(), gate.clone());
+    let exec = Arc::new(FakeExecutor::new(move |job, _| {
+        let mut o = pass();
+        if job.id.program == Program::GroundTruth {
+            o.test_secs = Some(match job.task_id() {
+                "BigCodeBench/1" => 50.0,
+                "BigCodeBench/2" => 5.0,
+                _ => 0.1,
+            });
+            return Ok(o);
+        }
+        let (open, cv) = &*held;
+        drop(cv.wait_while(open.lock().unwrap(), |o| !*o).unwrap());
+        seen.lock().unwrap().push(job.task_id().to_string());
+        Ok(o)
+    }));
+    let session = start(&exec, dir.path());
+    let wait_for = |what: &str, ok: &dyn Fn(bcb_eval::WarmStats) -> bool| {
+        let t0 = Instant::now();
+        while !ok(session.stats()) {
+            assert!(t0.elapsed() < Duration::from_secs(30), "never {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let first = session
+        .submit(vec![sample(0, "-1")], SubmitOptions::default())
+        .unwrap();
+    wait_for("in flight", &|s| s.in_flight == 1);
+    let rest: Vec<_> = [0, 2, 1, 0, 2]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            session
+                .submit(vec![sample(*t, &i.to_string())], SubmitOptions::default())
+                .unwrap()
+        })
+        .collect();
+    wait_for("queued", &|s| s.queued == 5);
+    {
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    assert_eq!(first.count(), 1);
+    assert_eq!(rest.into_iter().map(|s| s.count()).sum::<usize>(), 5);
+    let tasks: Vec<String> = order
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| t[13..].to_string())
+        .collect();
+    assert_eq!(tasks, ["0", "1", "2", "2", "0", "0"]);
 }
 
 #[test]

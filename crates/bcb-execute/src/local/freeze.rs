@@ -5,7 +5,12 @@
 //! *extra*. When an extra sample wakes up and our runnable demand exceeds the cores
 //! (`min(workers, CPUs)`), the governor freezes it (cgroup v1 freezer, through its slot's
 //! supervisor), newest first, and thaws the oldest frozen one once a core has stayed free
-//! for a few intervals. A frozen sample's deadlines stop with it: its supervisor moves its
+//! for a few intervals. Runnable is not enough to be frozen: the sample must also have used
+//! CPU over the last interval ([`FREEZE_CPU_SHARE`] of a core). A sleeper that wakes into a
+//! run queue the machine's other load keeps long shows runnable while it waits, yet takes
+//! nothing from anyone; frozen, it would wait until a core stays free (in a CPU-bound run,
+//! until it becomes primary) and its sleep would stop overlapping the run.
+//! A frozen sample's deadlines stop with it: its supervisor moves its
 //! kill deadline and the in-sample alarm by the time it spent frozen (`harness.py`), and the
 //! slot's own watchdog here does the same. A sample that sleeps is never runnable, so it is
 //! never frozen and its sleep overlaps the others as before.
@@ -29,6 +34,8 @@ use super::sandbox::thaw_cgroup;
 
 /// Intervals a core must have stayed free before a frozen sample is thawed.
 const THAW_WINDOW: usize = 3;
+/// Share of a core an extra sample must have used over the last interval to be frozen.
+const FREEZE_CPU_SHARE: f64 = 0.25;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -145,6 +152,40 @@ impl Freezable {
             })
             .count()
     }
+
+    /// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so
+    /// a short-lived child's time stays counted once its parent waited for it.
+    fn cpu_ticks(&self) -> u64 {
+        let Ok(procs) = std::fs::read_to_string(self.cgroup.join("cgroup.procs")) else {
+            return 0;
+        };
+        procs
+            .split_whitespace()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .map(|stat| process_ticks(&stat))
+            .sum()
+    }
+}
+
+/// utime + stime + cutime + cstime of one `/proc/PID/stat` line (0 if unreadable).
+fn process_ticks(stat: &str) -> u64 {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    // after the command: state is field 3, utime..cstime are fields 14..17
+    rest.split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|x| x.parse::<u64>().ok())
+        .sum()
+}
+
+fn clock_ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads a constant of the system.
+    match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        t if t > 0 => t as f64,
+        _ => 100.0,
+    }
 }
 
 struct Running {
@@ -153,6 +194,9 @@ struct Running {
     sample: Option<Arc<Freezable>>,
     /// Runnable threads at the last [`THAW_WINDOW`] measurements.
     recent: VecDeque<usize>,
+    /// The sample's CPU ticks at the last measurement while thawed (none while frozen:
+    /// a thawed sample starts a fresh baseline).
+    last_cpu: Option<(Instant, u64)>,
 }
 
 /// What one worker is running: shared by the worker (which starts and ends samples and
@@ -169,6 +213,7 @@ impl Seat {
             started: Instant::now(),
             sample: None,
             recent: VecDeque::new(),
+            last_cpu: None,
         });
     }
 
@@ -243,6 +288,8 @@ pub(crate) struct View {
     /// Runnable at this measurement and the one before: a sample that only starts up (a
     /// fork, its imports) and then sleeps is not frozen for that moment.
     pub sustained: bool,
+    /// Used at least [`FREEZE_CPU_SHARE`] of a core since the last measurement.
+    pub busy: bool,
 }
 
 /// What the governor does this interval, as indices into the views.
@@ -276,7 +323,7 @@ pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
             break;
         }
         let v = &views[i];
-        if !v.frozen && v.runnable > 0 && v.sustained {
+        if !v.frozen && v.runnable > 0 && v.sustained && v.busy {
             d.freeze.push(i);
             total -= v.runnable;
         }
@@ -307,10 +354,23 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
         };
         let frozen = sample.is_frozen();
         let runnable = if frozen { 0 } else { sample.runnable() };
-        if !frozen {
+        let mut busy = false;
+        if frozen {
+            r.last_cpu = None;
+        } else {
             r.recent.push_back(runnable);
             if r.recent.len() > THAW_WINDOW {
                 r.recent.pop_front();
+            }
+            // Only extras can be frozen: only their CPU is worth measuring.
+            if r.role == Role::Extra {
+                let now = (Instant::now(), sample.cpu_ticks());
+                if let Some((then, ticks)) = r.last_cpu {
+                    let secs = now.0.duration_since(then).as_secs_f64();
+                    let used = now.1.saturating_sub(ticks) as f64 / clock_ticks_per_sec();
+                    busy = secs > 0.0 && used >= FREEZE_CPU_SHARE * secs;
+                }
+                r.last_cpu = Some(now);
             }
         }
         let n = r.recent.len();
@@ -321,6 +381,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
             frozen,
             runnable,
             sustained,
+            busy,
             // A sample seen fewer times than the window counts as busy: just started, or
             // just thawed, it has not shown what it does yet.
             recent: if r.recent.len() < THAW_WINDOW {
@@ -354,7 +415,49 @@ mod tests {
             runnable,
             recent,
             sustained: runnable > 0,
+            busy: runnable > 0,
         }
+    }
+
+    #[test]
+    fn a_runnable_extra_that_used_no_cpu_is_not_frozen() {
+        // A sleeper woke into a run queue that other load keeps long: it waits for a core
+        // (runnable) but takes nothing; the busy one beside it is frozen.
+        let mut views = [
+            view(Role::Primary, 0, false, 1, 1),
+            view(Role::Primary, 1, false, 1, 1),
+            view(Role::Extra, 2, false, 1, 1),
+            view(Role::Extra, 3, false, 1, 1),
+        ];
+        views[3].busy = false;
+        assert_eq!(decide(&views, 2).freeze, [2]);
+    }
+
+    #[test]
+    fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
+        use std::process::Command;
+        let ticks = |pid: u32| {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("cgroup.procs"), format!("{pid}\n")).unwrap();
+            let f = Freezable::warming(dir.path().to_path_buf());
+            let before = f.cpu_ticks();
+            std::thread::sleep(Duration::from_millis(500));
+            f.cpu_ticks() - before
+        };
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut spinner = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let (asleep, spinning) = (ticks(sleeper.id()), ticks(spinner.id()));
+        for child in [&mut sleeper, &mut spinner] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(asleep, 0);
+        assert!(spinning > 0, "a spinning process uses CPU ticks");
+        let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
+        assert_eq!(process_ticks(stat), 127);
     }
 
     #[test]
