@@ -61,7 +61,7 @@ fn a_later_submission_of_one_job_is_not_starved_by_an_earlier_one_of_many_script
         .unwrap();
     let got: Vec<_> = small.collect();
     assert_eq!(got.len(), 1);
-    assert!(got[0].1.as_ref().unwrap().status.is_pass());
+    assert!(got[0].1.as_ref().unwrap().outcome.status.is_pass());
     let at = order
         .lock()
         .unwrap()
