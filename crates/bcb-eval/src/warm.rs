@@ -439,13 +439,12 @@ fn run_submission(
         }
     }
     crate::plan::longest_first(&mut to_run);
-    let result = run_claimed(inner, group, group, to_run.clone());
+    let first = run_claimed(inner, group, group, to_run.clone());
     // What is left are runs this submission claimed and did not finish.
-    let (Ok(done) | Err((_, done))) = &result;
-    to_run.retain(|j| !done.contains(&j.id));
-    match result {
-        Ok(_) => Ok(()),
-        Err((SessionError::Cancelled, _)) => {
+    to_run.retain(|j| !first.done.contains(&j.id));
+    match first.error {
+        None => Ok(()),
+        Some(SessionError::Cancelled) => {
             // Runs other submissions wait for are run for them now, in a group of their own
             // (nobody can cancel it: each waiter is answered, or told why not).
             let again: Vec<Job> = to_run
@@ -454,31 +453,32 @@ fn run_submission(
                 .collect();
             if !again.is_empty() {
                 let handed = inner.engine.group();
-                let result = run_claimed(inner, group, handed, again.clone());
+                let rerun = run_claimed(inner, group, handed, again.clone());
                 inner.engine.forget(handed);
-                if let Err((e, done)) = result {
-                    let left = again.into_iter().filter(|j| !done.contains(&j.id));
+                if let Some(e) = rerun.error {
+                    let left = again.into_iter().filter(|j| !rerun.done.contains(&j.id));
                     fail_waiters(inner, group, left, &e);
                 }
             }
             Err(SessionError::Cancelled)
         }
-        Err((e, _)) => {
+        Some(e) => {
             fail_waiters(inner, group, to_run.into_iter(), &e);
             Err(e)
         }
     }
 }
 
+/// What [`run_claimed`] got done: the jobs that got a verdict, and the error that stopped
+/// the rest (if any).
+struct Claimed {
+    done: HashSet<JobId>,
+    error: Option<SessionError>,
+}
+
 /// Runs jobs submission `owner` claimed, in engine group `group`, answering every waiter of
-/// each as its verdict arrives. Returns the jobs that got one (also with the error that
-/// stopped the rest).
-fn run_claimed(
-    inner: &Inner,
-    owner: u64,
-    group: u64,
-    jobs: Vec<Job>,
-) -> Result<HashSet<JobId>, (SessionError, HashSet<JobId>)> {
+/// each as its verdict arrives.
+fn run_claimed(inner: &Inner, owner: u64, group: u64, jobs: Vec<Job>) -> Claimed {
     let mut done = HashSet::new();
     let runner = Runner {
         engine: &inner.engine,
@@ -500,9 +500,9 @@ fn run_claimed(
             first_error.map_or(Ok(()), Err)
         },
     );
-    match result {
-        Ok(_) => Ok(done),
-        Err(e) => Err((e, done)),
+    Claimed {
+        done,
+        error: result.err(),
     }
 }
 
