@@ -396,3 +396,79 @@ pub fn clean(root: &Path) -> anyhow::Result<CacheStats> {
     }
     Ok(before)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bcb_execute::{Details, Program};
+    use std::time::Duration;
+
+    fn settings() -> Settings {
+        Settings {
+            split: bcb_dataset::Split::Complete,
+            calibrated: true,
+            min_time_limit: 1.0,
+            base_timeout: 240.0,
+            limits: Default::default(),
+            runtime: "test".into(),
+            tamper: Default::default(),
+            hacks: Default::default(),
+        }
+    }
+
+    fn job(code: &str) -> Job {
+        Job {
+            id: JobId::new("T/0", Program::Sample(0), code),
+            code: code.into(),
+            test: "t".into(),
+            entry_point: "f".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+        }
+    }
+
+    fn outcome(status: Status) -> Outcome {
+        Outcome::new(status, Details::default())
+    }
+
+    #[test]
+    fn live_appends_are_read_back_and_a_status_change_is_a_tombstone() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || VerdictCache::open(dir.path(), &settings(), "none", 1 << 30);
+        let live = open();
+        live.record(&job("a"), &outcome(Status::Pass));
+        live.record(&job("b"), &outcome(Status::Fail));
+        live.record(&job("slow"), &outcome(Status::Timeout));
+        assert_eq!(live.append_pending().unwrap(), 2);
+        let seen = open();
+        assert_eq!(seen.len(), 2, "written before the process ends");
+        assert!(seen
+            .get(&job("a"))
+            .is_some_and(|o| o.status == Status::Pass));
+        assert!(seen.get(&job("slow")).is_none());
+        // The same program again with another status: it is not reusable any more.
+        live.record(&job("a"), &outcome(Status::Fail));
+        live.record(&job("b"), &outcome(Status::Fail));
+        assert_eq!(
+            live.append_pending().unwrap(),
+            1,
+            "one tombstone, b unchanged"
+        );
+        live.record(&job("a"), &outcome(Status::Pass));
+        assert_eq!(
+            live.append_pending().unwrap(),
+            0,
+            "a tombstoned key stays out"
+        );
+        let after = open();
+        assert!(after.get(&job("a")).is_none());
+        assert!(after.get(&job("b")).is_some());
+        assert_eq!(
+            std::fs::read_dir(after.root.join(&after.env))
+                .unwrap()
+                .count(),
+            1,
+            "one segment for the process"
+        );
+    }
+}
