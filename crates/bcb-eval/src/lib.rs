@@ -9,6 +9,8 @@
 //! - `runner`: a submission's jobs to a verdict each, with retries and the breaker;
 //! - `session`: the phases of a batch run ([`Session`]: ground truth, samples, reruns);
 //! - `warm`: a long-lived session taking submissions over time ([`WarmSession`]);
+//! - `triage`: the steps before a sample runs (tamper scan, dedup groups, verdict cache),
+//!   shared by `session` and `warm`;
 //! - `shared_runs`: dedup across a warm session's submissions (runs in flight, verdicts kept);
 //! - `assembly`: results in upstream's order and run reports (shared with `merge`);
 //! - `error`: [`SessionError`].
@@ -38,6 +40,7 @@ mod settings;
 pub mod shard;
 mod shared_runs;
 pub mod sleepers;
+mod triage;
 pub mod verdict_cache;
 mod warm;
 

@@ -18,20 +18,21 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use bcb_dataset::Dataset;
-use bcb_execute::{Details, ExecError, Executor, Job, JobId, Outcome, Program, Status};
+use bcb_execute::{ExecError, Executor, Job, JobId, Outcome, Program};
 use bcb_samples::SampleBody;
 
-use crate::dedup::{Groups, Member};
+use crate::dedup::Member;
 use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
-use crate::plan::{program_code, sample_jobs, tamper_refusal, SampleProgram};
+use crate::plan::{program_code, sample_jobs, SampleProgram};
 use crate::runner::{RetryPolicy, Runner};
 use crate::session::{GtMode, Session};
 use crate::settings::Settings;
 pub use crate::shared_runs::Verdict;
 use crate::shared_runs::{Answers, Claim, SharedRuns, Waiter, DEFAULT_REMEMBERED};
+use crate::triage::{triage, Triage};
 use crate::verdict_cache::VerdictCache;
 
 /// One program to evaluate: a task of the session's dataset and its code.
@@ -412,30 +413,43 @@ fn run_submission(
     cancelled: &Arc<AtomicBool>,
 ) -> Result<(), SessionError> {
     let jobs = sample_jobs(&inner.dataset, &programs, &inner.settings, &inner.gt);
-    let mut work = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        match tamper_refusal(&inner.dataset, &job, inner.settings.tamper) {
-            Some(text) => {
-                let outcome = Outcome::new(Status::Fail, Details::all(text));
-                let waiter = waiter_of(vec![job], answers, cancelled);
-                deliver(inner, &waiter, &outcome, Origin::Refused)?;
-            }
-            None => work.push(Member { file: 0, job }),
-        }
+    let work = jobs
+        .into_iter()
+        .map(|job| Member { file: 0, job })
+        .collect();
+    let Triage {
+        refused,
+        groups,
+        cached,
+        unknown,
+    } = triage(
+        &inner.dataset,
+        inner.settings.tamper,
+        work,
+        inner.dedup,
+        inner.cache.as_deref(),
+    );
+    let members_of = |rep: &JobId| {
+        let jobs = groups.members(rep).iter().map(|m| m.job.clone());
+        waiter_of(jobs.collect(), answers, cancelled)
+    };
+    for (m, outcome) in refused {
+        let waiter = waiter_of(vec![m.job], answers, cancelled);
+        deliver(inner, &waiter, &outcome, Origin::Refused)?;
     }
-    let groups = Groups::new(work, inner.dedup);
+    for (rep, outcome) in cached {
+        deliver(inner, &members_of(&rep.id), &outcome, Origin::Cached)?;
+    }
+    // What no earlier run knows: another submission may be running it, or have run it.
     let mut to_run = Vec::new();
-    for rep in &groups.runs {
-        let members = groups.members(&rep.id).iter().map(|m| m.job.clone());
-        let waiter = waiter_of(members.collect(), answers, cancelled);
-        if let Some(outcome) = inner.cache.as_ref().and_then(|c| c.get(rep)) {
-            deliver(inner, &waiter, outcome, Origin::Cached)?;
-            continue;
-        }
-        match inner.shared.claim(&inner.shared.key(group, rep), waiter) {
+    for rep in unknown {
+        match inner
+            .shared
+            .claim(&inner.shared.key(group, &rep), members_of(&rep.id))
+        {
             Claim::Known(outcome, waiter) => deliver(inner, &waiter, &outcome, Origin::Duplicate)?,
             Claim::Waiting => {}
-            Claim::Run => to_run.push(rep.clone()),
+            Claim::Run => to_run.push(rep),
         }
     }
     crate::plan::longest_first(&mut to_run);
