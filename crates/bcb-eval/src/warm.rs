@@ -433,12 +433,25 @@ fn run_submission(
         let jobs = groups.members(rep).iter().map(|m| m.job.clone());
         waiter_of(jobs.collect(), answers, cancelled)
     };
+    // A sink's error does not stop the claims below: a run claimed must run, since other
+    // submissions may wait for it. It is reported when the submission ends.
+    let mut sink_error = None;
+    let mut note = |r: anyhow::Result<()>| {
+        if let Err(e) = r {
+            sink_error.get_or_insert(e);
+        }
+    };
     for (m, outcome) in refused {
         let waiter = waiter_of(vec![m.job], answers, cancelled);
-        deliver(inner, &waiter, &outcome, Origin::Refused)?;
+        note(deliver(inner, &waiter, &outcome, Origin::Refused));
     }
     for (rep, outcome) in cached {
-        deliver(inner, &members_of(&rep.id), &outcome, Origin::Cached)?;
+        note(deliver(
+            inner,
+            &members_of(&rep.id),
+            &outcome,
+            Origin::Cached,
+        ));
     }
     // What no earlier run knows: another submission may be running it, or have run it.
     let mut to_run = Vec::new();
@@ -447,7 +460,9 @@ fn run_submission(
             .shared
             .claim(&inner.shared.key(group, &rep), members_of(&rep.id))
         {
-            Claim::Known(outcome, waiter) => deliver(inner, &waiter, &outcome, Origin::Duplicate)?,
+            Claim::Known(outcome, waiter) => {
+                note(deliver(inner, &waiter, &outcome, Origin::Duplicate))
+            }
             Claim::Waiting => {}
             Claim::Run => to_run.push(rep),
         }
@@ -457,7 +472,7 @@ fn run_submission(
     // What is left are runs this submission claimed and did not finish.
     to_run.retain(|j| !first.done.contains(&j.id));
     match first.error {
-        None => Ok(()),
+        None => sink_error.map_or(Ok(()), |e| Err(SessionError::Sink(e))),
         Some(SessionError::Cancelled) => {
             // Runs other submissions wait for are run for them now, in a group of their own
             // (nobody can cancel it: each waiter is answered, or told why not).

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bcb_eval::{GtCache, SessionError, SubmitOptions, SubmitSample, WarmSession};
-use bcb_eval::{Origin, Submission, VerdictCache, WarmOptions};
+use bcb_eval::{Origin, Sink, Submission, VerdictCache, WarmOptions};
 use bcb_execute::{Details, Executor, Outcome, Program, Status};
 use bcb_samples::SampleBody;
 use bcb_testkit::{pass, FakeExecutor};
@@ -36,19 +36,7 @@ fn recording(each: Duration) -> (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>) {
 }
 
 fn start(exec: &Arc<FakeExecutor>, dir: &std::path::Path) -> WarmSession {
-    let ds = Arc::new(common::dataset(dir));
-    let settings = common::settings();
-    let cache = GtCache::new(dir, &ds, &settings);
-    let executor: Arc<dyn Executor> = exec.clone();
-    WarmSession::start(
-        ds,
-        executor,
-        settings,
-        &cache,
-        Vec::new(),
-        WarmOptions::default(),
-    )
-    .unwrap()
+    start_with(exec, dir, Vec::new(), WarmOptions::default())
 }
 
 #[test]
@@ -189,12 +177,17 @@ fn runs_of(ran: &Mutex<Vec<String>>, code: &str) -> usize {
         .count()
 }
 
-fn start_with(exec: &Arc<FakeExecutor>, dir: &std::path::Path, opts: WarmOptions) -> WarmSession {
+fn start_with(
+    exec: &Arc<FakeExecutor>,
+    dir: &std::path::Path,
+    sinks: Vec<Box<dyn Sink + Send>>,
+    opts: WarmOptions,
+) -> WarmSession {
     let ds = Arc::new(common::dataset(dir));
     let settings = common::settings();
     let cache = GtCache::new(dir, &ds, &settings);
     let executor: Arc<dyn Executor> = exec.clone();
-    WarmSession::start(ds, executor, settings, &cache, Vec::new(), opts).unwrap()
+    WarmSession::start(ds, executor, settings, &cache, sinks, opts).unwrap()
 }
 
 fn origins(sub: Submission) -> Vec<(Status, Origin)> {
@@ -319,6 +312,7 @@ fn without_dedup_every_submission_runs_its_own() {
     let session = start_with(
         &exec,
         dir.path(),
+        Vec::new(),
         WarmOptions {
             dedup: false,
             ..Default::default()
@@ -345,23 +339,15 @@ fn verdicts_reach_the_disk_cache_as_they_arrive_and_a_new_session_reuses_them() 
     let cache = open();
     // The sink borrows the cache for the session's life, as `bcb serve` does.
     let leaked: &'static VerdictCache = Box::leak(Box::new(cache.clone()));
-    let session = {
-        let ds = Arc::new(common::dataset(dir.path()));
-        let gt = GtCache::new(dir.path(), &ds, &settings);
-        let executor: Arc<dyn Executor> = exec.clone();
-        WarmSession::start(
-            ds,
-            executor,
-            settings.clone(),
-            &gt,
-            vec![Box::new(bcb_sinks::VerdictCacheSink::live(leaked))],
-            WarmOptions {
-                cache: Some(cache),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    };
+    let session = start_with(
+        &exec,
+        dir.path(),
+        vec![Box::new(bcb_sinks::VerdictCacheSink::live(leaked))],
+        WarmOptions {
+            cache: Some(cache),
+            ..Default::default()
+        },
+    );
     let sub = session
         .submit(
             vec![sample(0, "kept"), sample(0, "slow")],
@@ -371,23 +357,15 @@ fn verdicts_reach_the_disk_cache_as_they_arrive_and_a_new_session_reuses_them() 
     assert_eq!(sub.count(), 2);
     // Still open: what is on disk now is what a killed server would leave.
     assert_eq!(open().len(), 1, "the pass is on disk, the timeout is not");
-    let second = {
-        let ds = Arc::new(common::dataset(dir.path()));
-        let gt = GtCache::new(dir.path(), &ds, &settings);
-        let executor: Arc<dyn Executor> = exec.clone();
-        WarmSession::start(
-            ds,
-            executor,
-            settings.clone(),
-            &gt,
-            Vec::new(),
-            WarmOptions {
-                cache: Some(open()),
-                ..Default::default()
-            },
-        )
-        .unwrap()
-    };
+    let second = start_with(
+        &exec,
+        dir.path(),
+        Vec::new(),
+        WarmOptions {
+            cache: Some(open()),
+            ..Default::default()
+        },
+    );
     let sub = second
         .submit(vec![sample(0, "kept")], SubmitOptions::default())
         .unwrap();
