@@ -1,7 +1,8 @@
 //! `bcb serve` end to end: the real binary, the real eval env and dataset, the real
 //! `sandbox-fusion` client from PyPI. Verdicts served equal `bcb evaluate`'s and the official
-//! results of the real samples; faults (a client killed mid-stream, SIGTERM under load, a
-//! tokenless non-loopback address) behave as documented.
+//! results of the real samples; repeats across requests run once and survive a SIGKILL in
+//! the verdict cache; faults (a client killed mid-stream, SIGTERM under load, a tokenless
+//! non-loopback address) behave as documented.
 
 mod evalkit;
 
@@ -270,6 +271,79 @@ print(json.dumps(out))
         .unwrap();
     assert_eq!(v["rewards"], json!([1.0, 0.0]), "{v}");
     assert!(v["scores"].is_array() && v["extra_logs"].is_object());
+}
+
+/// A counter of the server's `/metrics`.
+fn metric(server: &Server, name: &str) -> u64 {
+    let m = reqwest::blocking::get(format!("{}/metrics", server.url))
+        .unwrap()
+        .text()
+        .unwrap();
+    m.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("{name} missing from /metrics"))
+        .parse()
+        .unwrap()
+}
+
+/// `(status, flags)` of every result of a native-API answer, in request order.
+fn statuses_and_flags(res: reqwest::blocking::Response) -> Vec<(String, Vec<String>)> {
+    assert_eq!(res.status(), 200);
+    let v: Value = res.json().unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let flags = r["flags"].as_array().unwrap();
+            let flags = flags.iter().map(|f| f.as_str().unwrap().to_string());
+            (r["status"].as_str().unwrap().to_string(), flags.collect())
+        })
+        .collect()
+}
+
+#[test]
+fn repeats_across_requests_run_once_and_a_server_killed_with_sigkill_answers_from_its_cache() {
+    let Some(env) = evalkit::env() else { return };
+    let rows = samples(&env);
+    let mut server = Server::start(&env, &[]);
+    let first = statuses_and_flags(server.evaluate(&rows));
+    let has = |flags: &[String], f: &str| flags.iter().any(|x| x == f);
+    assert!(
+        first
+            .iter()
+            .all(|(_, f)| !has(f, "duplicate") && !has(f, "cached")),
+        "{first:?}"
+    );
+    // The same programs in a later request: answered from the first run, flagged.
+    let again = statuses_and_flags(server.evaluate(&rows));
+    for ((s1, _), (s2, f)) in first.iter().zip(&again) {
+        assert_eq!(s1, s2);
+        assert!(has(f, "duplicate"), "{again:?}");
+    }
+    assert_eq!(metric(&server, "bcb_dedup_hits_total"), rows.len() as u64);
+    // SIGKILL: no drain, no close. What it executed is on disk already.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let server = Server::start(&env, &[]);
+    let after = statuses_and_flags(server.evaluate(&rows));
+    for ((s1, _), (s2, f)) in first.iter().zip(&after) {
+        assert_eq!(s1, s2);
+        assert!(has(f, "cached"), "{after:?}");
+    }
+    assert_eq!(metric(&server, "bcb_cache_hits_total"), rows.len() as u64);
+    // --no-cache --no-dedup: every sample runs, nothing is flagged.
+    drop(server);
+    let plain = Server::start(&env, &["--no-cache", "--no-dedup"]);
+    for _ in 0..2 {
+        let got = statuses_and_flags(plain.evaluate(&rows));
+        assert!(
+            got.iter()
+                .all(|(_, f)| !has(f, "duplicate") && !has(f, "cached")),
+            "{got:?}"
+        );
+    }
+    assert_eq!(metric(&plain, "bcb_dedup_hits_total"), 0);
 }
 
 #[test]

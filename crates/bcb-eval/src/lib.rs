@@ -9,6 +9,9 @@
 //! - `runner`: a submission's jobs to a verdict each, with retries and the breaker;
 //! - `session`: the phases of a batch run ([`Session`]: ground truth, samples, reruns);
 //! - `warm`: a long-lived session taking submissions over time ([`WarmSession`]);
+//! - `triage`: the steps before a sample runs (tamper scan, dedup groups, verdict cache),
+//!   shared by `session` and `warm`;
+//! - `shared_runs`: dedup across a warm session's submissions (runs in flight, verdicts kept);
 //! - `assembly`: results in upstream's order and run reports (shared with `merge`);
 //! - `error`: [`SessionError`].
 //!
@@ -35,7 +38,9 @@ mod runner;
 mod session;
 mod settings;
 pub mod shard;
+mod shared_runs;
 pub mod sleepers;
+mod triage;
 pub mod verdict_cache;
 mod warm;
 
@@ -52,6 +57,6 @@ pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
 pub use warm::{
-    AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, WarmOptions,
+    AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, Verdict, WarmOptions,
     WarmSession, WarmStats,
 };

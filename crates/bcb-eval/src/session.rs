@@ -9,21 +9,22 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use bcb_dataset::Dataset;
-use bcb_execute::{Details, Executor, Job, JobId, Outcome, Status};
+use bcb_execute::{Executor, Job, JobId, Outcome, Status};
 use bcb_samples::eval_results_path;
 
 use crate::assembly::{assemble, build_report};
-use crate::dedup::{Groups, Member};
+use crate::dedup::Member;
 use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
-use crate::plan::{ground_truth_jobs, sample_jobs, tamper_refusal, Samples};
+use crate::plan::{ground_truth_jobs, sample_jobs, Samples};
 use crate::results::EvalResults;
 use crate::runner::{OnVerdict, RetryPolicy, Runner};
 use crate::settings::{samples_journal_key, Settings};
 use crate::shard::ShardPlan;
+use crate::triage::{triage, Triage};
 use crate::verdict_cache::VerdictCache;
 
 /// What the ground-truth phase does.
@@ -264,7 +265,6 @@ impl<'a> Session<'a> {
     ) -> Result<Vec<RunReport>, SessionError> {
         let mut state: Vec<FileRun> = Vec::with_capacity(files.len());
         let mut work = Vec::new();
-        let mut refused = Vec::new();
         for (file, samples) in files.iter().enumerate() {
             let results_path = eval_results_path(&samples.path);
             let mut run = FileRun::default();
@@ -301,35 +301,39 @@ impl<'a> Session<'a> {
                 .programs
                 .iter()
                 .filter(|p| mine(&p.id) && !run.done.contains_key(&p.id));
-            for job in sample_jobs(self.dataset, todo, self.settings, gt) {
-                // Samples the tamper scan refuses get their verdict without running.
-                match tamper_refusal(self.dataset, &job, self.settings.tamper) {
-                    Some(text) => {
-                        refused.push((file, job, Outcome::new(Status::Fail, Details::all(text))))
-                    }
-                    None => work.push(Member { file, job }),
-                }
-            }
+            let jobs = sample_jobs(self.dataset, todo, self.settings, gt);
+            work.extend(jobs.into_iter().map(|job| Member { file, job }));
             state.push(run);
         }
         if state.iter().any(|r| r.loaded.is_none()) {
             let path = |file: usize| Some(files[file].path.as_path());
-            let groups = Groups::new(work, self.reuse.dedup);
+            let Triage {
+                refused,
+                groups,
+                cached,
+                unknown: mut to_run,
+            } = triage(
+                self.dataset,
+                self.settings.tamper,
+                work,
+                self.reuse.dedup,
+                self.reuse.cache,
+            );
             let resumed: usize = state.iter().map(|r| r.resumed).sum();
             self.emit(&Event::PhaseStarted {
                 phase: Phase::Samples,
                 todo: refused.len() + groups.len(),
                 done: resumed,
             })?;
-            for (file, job, outcome) in refused {
+            for (m, outcome) in refused {
                 self.emit(&Event::JobDone {
                     phase: Phase::Samples,
-                    job: &job,
+                    job: &m.job,
                     outcome: &outcome,
                     origin: Origin::Refused,
-                    samples: path(file),
+                    samples: path(m.file),
                 })?;
-                state[file].done.insert(job.id, outcome);
+                state[m.file].done.insert(m.job.id, outcome);
             }
             // Members of an execution get its verdict, each under its own id.
             let hand_out = |rep: &JobId, outcome: &Outcome, first: Origin| -> anyhow::Result<()> {
@@ -345,16 +349,10 @@ impl<'a> Session<'a> {
                 }
                 Ok(())
             };
-            let mut to_run = Vec::new();
-            let mut known = Vec::new();
-            for job in &groups.runs {
-                match self.reuse.cache.and_then(|c| c.get(job)) {
-                    Some(outcome) => {
-                        hand_out(&job.id, outcome, Origin::Cached)?;
-                        known.push((job.id.clone(), outcome.clone(), Origin::Cached));
-                    }
-                    None => to_run.push(job.clone()),
-                }
+            let mut known = Vec::with_capacity(cached.len());
+            for (job, outcome) in cached {
+                hand_out(&job.id, &outcome, Origin::Cached)?;
+                known.push((job.id, outcome, Origin::Cached));
             }
             history(&state).apply(&mut to_run);
             crate::plan::longest_first(&mut to_run);

@@ -7,8 +7,11 @@
 //! journal (the same header and reader as run journals) of the verdicts one run executed,
 //! each record keyed by [`entry_key`] (the task's test code and entry point, the job's time
 //! limit and the program digest). A run that executed something writes one new segment when
-//! its samples phase ends; segments that served hits are touched; the oldest segments go
-//! first when the whole cache is over its size bound.
+//! its samples phase ends ([`VerdictCache::flush`]); a long-lived session (`bcb serve`)
+//! instead appends each verdict to its own segment as it arrives
+//! ([`VerdictCache::append_pending`], synced in groups), so a killed server loses at most the
+//! last moments. Segments that served hits are touched; the oldest segments go first when the
+//! whole cache is over its size bound.
 //!
 //! What is cached ([`cacheable`]) is decided by measurement (README, "Verdict cache"): passes
 //! and ordinary failures are; timeouts, kills (memory limit, signals) and any key whose
@@ -26,6 +29,7 @@ use sha2::Digest;
 
 use crate::journal::{read_records, JournalHeader};
 use crate::settings::Settings;
+use bcb_samples::JsonlAppender;
 
 /// Bumped when what a key covers changes; older entries are then never found.
 const CACHE_FORMAT: u32 = 1;
@@ -42,6 +46,23 @@ pub struct CacheRecord {
     pub id: JobId,
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+/// A live segment's word that a key it wrote changed status later in the process: earlier
+/// records of the key are dropped on load. (No `id` or verdict: readers that do not know
+/// tombstones skip the line instead of reading a verdict into it.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Tombstone {
+    key: String,
+    unstable: bool,
+}
+
+/// A line of a segment.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SegmentLine {
+    Verdict(CacheRecord),
+    Tombstone(Tombstone),
 }
 
 /// The key of a job within an environment: the task's tests (test code, entry point), the
@@ -88,6 +109,11 @@ struct Pending {
     new: HashMap<String, Option<CacheRecord>>,
     /// Segments that served a hit (touched on flush, so eviction spares them).
     used: Vec<usize>,
+    /// A long-lived session's own segment, opened by the first [`VerdictCache::append_pending`].
+    live: Option<JsonlAppender>,
+    /// Keys already in the live segment with the status written (`None`: tombstoned, never
+    /// written again in this process).
+    written: HashMap<String, Option<Status>>,
 }
 
 impl VerdictCache {
@@ -124,8 +150,15 @@ impl VerdictCache {
         segments.sort();
         let mut entries = HashMap::new();
         for (i, seg) in segments.iter().enumerate() {
-            for r in read_records::<CacheRecord>(seg, &env) {
-                entries.insert(r.key, (r.outcome, i));
+            for line in read_records::<SegmentLine>(seg, &env) {
+                match line {
+                    SegmentLine::Verdict(r) => {
+                        entries.insert(r.key, (r.outcome, i));
+                    }
+                    SegmentLine::Tombstone(t) => {
+                        entries.remove(&t.key);
+                    }
+                }
             }
         }
         VerdictCache {
@@ -186,6 +219,91 @@ impl VerdictCache {
             return Ok(0);
         }
         let now = SystemTime::now();
+        self.touch(used, now);
+        let written = records.len();
+        if !records.is_empty() {
+            records.sort_by(|a, b| a.id.cmp(&b.id));
+            let mut text = serde_json::to_vec(&JournalHeader::new(&self.env))?;
+            text.push(b'\n');
+            for r in &records {
+                text.extend(serde_json::to_vec(r)?);
+                text.push(b'\n');
+            }
+            let path = self.new_segment_path(now);
+            bcb_pyjson::write_atomic(&path, &text)
+                .with_context(|| format!("cannot write the verdict cache {}", path.display()))?;
+        }
+        evict(&self.root, self.max_bytes)?;
+        Ok(written)
+    }
+
+    /// Appends what [`record`](Self::record) noted since the last call to this process's own
+    /// segment (created, and the cache trimmed to its bound, on first use): one line per
+    /// verdict, each in the kernel when this returns (a SIGKILL loses nothing written), synced
+    /// to disk in groups (`JsonlAppender`). A key whose status changed after it was written
+    /// gets a tombstone, so it is not reused. Returns the records appended.
+    pub fn append_pending(&self) -> anyhow::Result<usize> {
+        let mut st = self.state.lock().unwrap();
+        let pending: Vec<(String, Option<CacheRecord>)> = st.new.drain().collect();
+        let used = std::mem::take(&mut st.used);
+        self.touch(used, SystemTime::now());
+        let mut lines: Vec<SegmentLine> = Vec::new();
+        for (key, rec) in pending {
+            let before = st.written.get(&key).copied();
+            let line = match (rec, before) {
+                // New: written.
+                (Some(r), None) => {
+                    st.written.insert(key, Some(r.outcome.status));
+                    SegmentLine::Verdict(r)
+                }
+                // Already written with this status, or already tombstoned, or never written.
+                (Some(r), Some(Some(status))) if status == r.outcome.status => continue,
+                (_, Some(None)) | (None, None) => continue,
+                // Written before, and now another status or not reusable: never reuse it.
+                (_, Some(Some(_))) => {
+                    st.written.insert(key.clone(), None);
+                    SegmentLine::Tombstone(Tombstone {
+                        key,
+                        unstable: true,
+                    })
+                }
+            };
+            lines.push(line);
+        }
+        if lines.is_empty() {
+            return Ok(0);
+        }
+        if st.live.is_none() {
+            let path = self.new_segment_path(SystemTime::now());
+            let cant = || format!("cannot write the verdict cache {}", path.display());
+            let (mut file, _) = JsonlAppender::open(&path).with_context(cant)?;
+            file.append(&JournalHeader::new(&self.env))
+                .with_context(cant)?;
+            st.live = Some(file);
+            evict(&self.root, self.max_bytes)?;
+        }
+        let file = st.live.as_mut().expect("opened above");
+        for line in &lines {
+            file.append(line).with_context(|| {
+                format!("cannot write the verdict cache {}", file.path().display())
+            })?;
+        }
+        Ok(lines.len())
+    }
+
+    /// A new segment's path: its time of creation, then the process id (names sort by age).
+    fn new_segment_path(&self, now: SystemTime) -> PathBuf {
+        let stamp = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros();
+        self.root
+            .join(&self.env)
+            .join(format!("{stamp:020}-{}.jsonl", std::process::id()))
+    }
+
+    /// Marks segments that served hits as recently used, so eviction spares them.
+    fn touch(&self, used: Vec<usize>, now: SystemTime) {
         let mut seen = std::collections::HashSet::new();
         for i in used {
             if seen.insert(i) {
@@ -197,28 +315,6 @@ impl VerdictCache {
                 }
             }
         }
-        let written = records.len();
-        if !records.is_empty() {
-            records.sort_by(|a, b| a.id.cmp(&b.id));
-            let mut text = serde_json::to_vec(&JournalHeader::new(&self.env))?;
-            text.push(b'\n');
-            for r in &records {
-                text.extend(serde_json::to_vec(r)?);
-                text.push(b'\n');
-            }
-            let stamp = now
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_micros();
-            let path = self
-                .root
-                .join(&self.env)
-                .join(format!("{stamp:020}-{}.jsonl", std::process::id()));
-            bcb_pyjson::write_atomic(&path, &text)
-                .with_context(|| format!("cannot write the verdict cache {}", path.display()))?;
-        }
-        evict(&self.root, self.max_bytes)?;
-        Ok(written)
     }
 }
 
@@ -299,4 +395,80 @@ pub fn clean(root: &Path) -> anyhow::Result<CacheStats> {
             .with_context(|| format!("cannot remove {}", root.display()))?;
     }
     Ok(before)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bcb_execute::{Details, Program};
+    use std::time::Duration;
+
+    fn settings() -> Settings {
+        Settings {
+            split: bcb_dataset::Split::Complete,
+            calibrated: true,
+            min_time_limit: 1.0,
+            base_timeout: 240.0,
+            limits: Default::default(),
+            runtime: "test".into(),
+            tamper: Default::default(),
+            hacks: Default::default(),
+        }
+    }
+
+    fn job(code: &str) -> Job {
+        Job {
+            id: JobId::new("T/0", Program::Sample(0), code),
+            code: code.into(),
+            test: "t".into(),
+            entry_point: "f".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+        }
+    }
+
+    fn outcome(status: Status) -> Outcome {
+        Outcome::new(status, Details::default())
+    }
+
+    #[test]
+    fn live_appends_are_read_back_and_a_status_change_is_a_tombstone() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = || VerdictCache::open(dir.path(), &settings(), "none", 1 << 30);
+        let live = open();
+        live.record(&job("a"), &outcome(Status::Pass));
+        live.record(&job("b"), &outcome(Status::Fail));
+        live.record(&job("slow"), &outcome(Status::Timeout));
+        assert_eq!(live.append_pending().unwrap(), 2);
+        let seen = open();
+        assert_eq!(seen.len(), 2, "written before the process ends");
+        assert!(seen
+            .get(&job("a"))
+            .is_some_and(|o| o.status == Status::Pass));
+        assert!(seen.get(&job("slow")).is_none());
+        // The same program again with another status: it is not reusable any more.
+        live.record(&job("a"), &outcome(Status::Fail));
+        live.record(&job("b"), &outcome(Status::Fail));
+        assert_eq!(
+            live.append_pending().unwrap(),
+            1,
+            "one tombstone, b unchanged"
+        );
+        live.record(&job("a"), &outcome(Status::Pass));
+        assert_eq!(
+            live.append_pending().unwrap(),
+            0,
+            "a tombstoned key stays out"
+        );
+        let after = open();
+        assert!(after.get(&job("a")).is_none());
+        assert!(after.get(&job("b")).is_some());
+        assert_eq!(
+            std::fs::read_dir(after.root.join(&after.env))
+                .unwrap()
+                .count(),
+            1,
+            "one segment for the process"
+        );
+    }
 }

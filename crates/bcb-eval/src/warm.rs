@@ -2,29 +2,37 @@
 //! and one [`Settings`], with the ground truth loaded or run once at start (so every time
 //! limit is known). Each [`WarmSession::submit`] goes through the same path as a batch run —
 //! tamper scan, dedup, verdict cache, retries with the breaker, events to the sinks — and
-//! yields `(index, verdict)` in completion order. Several submitters share the executor's
-//! workers fairly (round-robin between submissions, longest first within one); dropping a
-//! [`Submission`] cancels its jobs not yet started. Batch `bcb evaluate` runs on the same
+//! yields `(index, verdict)` in completion order, each [`Verdict`] saying where it came from.
+//! Dedup reaches across submissions (`shared_runs`): a program queued or running for one
+//! submission is not run again for another, which waits for that run; one finished earlier
+//! in the session is answered at once under the verdict cache's policy. Several submitters
+//! share the executor's workers fairly (round-robin between submissions, longest first
+//! within one); dropping a [`Submission`] cancels its jobs not yet started, except runs
+//! another submission waits for (those run anyway). Batch `bcb evaluate` runs on the same
 //! engine (see [`crate::session`]).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use bcb_dataset::Dataset;
-use bcb_execute::{Details, ExecError, Executor, JobId, Outcome, Program, Status};
+use bcb_execute::{ExecError, Executor, Job, JobId, Outcome, Program};
 use bcb_samples::SampleBody;
 
-use crate::dedup::{Groups, Member};
+use crate::dedup::Member;
 use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
-use crate::plan::{program_code, sample_jobs, tamper_refusal, SampleProgram};
+use crate::plan::{program_code, sample_jobs, SampleProgram};
 use crate::runner::{RetryPolicy, Runner};
 use crate::session::{GtMode, Session};
 use crate::settings::Settings;
+pub use crate::shared_runs::Verdict;
+use crate::shared_runs::{Answers, Claim, SharedRuns, Waiter, DEFAULT_REMEMBERED};
+use crate::triage::{triage, Triage};
 use crate::verdict_cache::VerdictCache;
 
 /// One program to evaluate: a task of the session's dataset and its code.
@@ -54,8 +62,11 @@ pub struct WarmOptions {
     /// Ground truth: `Use` (cached entries, missing ones run now), `Recheck`, or `Skip`.
     pub gt: GtMode,
     pub retry: RetryPolicy,
-    /// Jobs of the same task with the same program run once per submission.
+    /// Jobs of the same task with the same program run once in the session: within a
+    /// submission, across submissions in flight, and after (see `shared_runs`).
     pub dedup: bool,
+    /// Finished programs whose verdicts dedup remembers (least recently used out first).
+    pub remembered: usize,
     /// Verdicts of earlier runs (lookups only; recording is the sinks' business).
     pub cache: Option<Arc<VerdictCache>>,
 }
@@ -66,6 +77,7 @@ impl Default for WarmOptions {
             gt: GtMode::Use,
             retry: RetryPolicy::default(),
             dedup: true,
+            remembered: DEFAULT_REMEMBERED,
             cache: None,
         }
     }
@@ -78,7 +90,8 @@ pub struct WarmStats {
     pub queued: usize,
     /// Jobs running now.
     pub in_flight: usize,
-    /// Submissions not finished yet.
+    /// Submissions whose own runs are not finished yet (a submission waiting only for runs
+    /// of others no longer counts).
     pub active_submissions: usize,
     /// Submissions accepted since start.
     pub submissions: u64,
@@ -87,6 +100,8 @@ pub struct WarmStats {
     pub cached: u64,
     pub deduplicated: u64,
     pub refused: u64,
+    /// Finished programs dedup remembers now (at most [`WarmOptions::remembered`]).
+    pub remembered: usize,
 }
 
 /// Every sink of the session behind one lock, shared by the submissions' threads.
@@ -99,6 +114,8 @@ struct Inner {
     engine: Arc<Engine>,
     retry: RetryPolicy,
     dedup: bool,
+    /// Runs and verdicts shared across submissions.
+    shared: SharedRuns,
     cache: Option<Arc<VerdictCache>>,
     sinks: SharedSinks,
     stats: Mutex<WarmStats>,
@@ -182,6 +199,7 @@ impl WarmSession {
                 engine,
                 retry: opts.retry,
                 dedup: opts.dedup,
+                shared: SharedRuns::new(opts.dedup, opts.remembered),
                 cache: opts.cache,
                 sinks,
                 stats: Mutex::new(WarmStats::default()),
@@ -239,6 +257,7 @@ impl WarmSession {
         let len = programs.len();
         let group = inner.engine.group();
         let finished = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(AtomicBool::new(false));
         let (tx, rx) = channel();
         {
             let mut st = inner.stats.lock().unwrap();
@@ -247,10 +266,11 @@ impl WarmSession {
         }
         let worker = {
             let (inner, finished) = (self.inner.clone(), finished.clone());
+            let cancelled = cancelled.clone();
             std::thread::Builder::new()
                 .name(format!("bcb-submission-{group}"))
                 .spawn(move || {
-                    let result = run_submission(&inner, group, programs, &tx);
+                    let result = run_submission(&inner, group, programs, &tx, &cancelled);
                     if let Err(e) = result {
                         tracing::debug!("submission {group} ended: {e}");
                     }
@@ -269,6 +289,7 @@ impl WarmSession {
             len,
             group,
             finished,
+            cancelled,
             engine: self.inner.engine.clone(),
         })
     }
@@ -278,6 +299,7 @@ impl WarmSession {
         WarmStats {
             queued: e.queued,
             in_flight: e.in_flight,
+            remembered: self.inner.shared.remembered(),
             ..*self.inner.stats.lock().unwrap()
         }
     }
@@ -311,16 +333,19 @@ impl Drop for WarmSession {
 /// left it without one)`, in completion order. Blocking iterator; ends when every sample
 /// was answered. Dropping it cancels the jobs not yet started.
 pub struct Submission {
-    rx: Receiver<(usize, Result<Outcome, ExecError>)>,
+    rx: Receiver<SubmissionItem>,
     len: usize,
     group: u64,
+    /// Its thread is done (answers may still come from runs of other submissions).
     finished: Arc<AtomicBool>,
+    /// Read by the runs it waits for: a cancelled waiter is not run for.
+    cancelled: Arc<AtomicBool>,
     engine: Arc<Engine>,
 }
 
 /// What a [`Submission`] yields: the sample's index in the submission and its verdict (or
 /// the error that left it without one).
-pub type SubmissionItem = (usize, Result<Outcome, ExecError>);
+pub type SubmissionItem = (usize, Result<Verdict, ExecError>);
 
 /// Every verdict of a submission has been delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,7 +362,7 @@ impl Submission {
     }
 
     /// The next verdict without blocking (`None`: none ready, or all delivered).
-    pub fn try_next(&self) -> Option<(usize, Result<Outcome, ExecError>)> {
+    pub fn try_next(&self) -> Option<SubmissionItem> {
         self.rx.try_recv().ok()
     }
 
@@ -356,7 +381,9 @@ impl Submission {
     }
 
     /// Cancels the jobs not yet started (running ones finish; their verdicts still come).
+    /// A run another submission waits for is handed over to it, not dropped.
     pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
         if !self.finished.load(Ordering::Relaxed) {
             self.engine.cancel(self.group);
         }
@@ -364,7 +391,7 @@ impl Submission {
 }
 
 impl Iterator for Submission {
-    type Item = (usize, Result<Outcome, ExecError>);
+    type Item = SubmissionItem;
     fn next(&mut self) -> Option<Self::Item> {
         self.rx.recv().ok()
     }
@@ -376,73 +403,112 @@ impl Drop for Submission {
     }
 }
 
-type Verdicts = Sender<(usize, Result<Outcome, ExecError>)>;
-
-/// One submission through the same steps as a batch samples phase.
+/// One submission through the same steps as a batch samples phase, with dedup across
+/// submissions: each distinct program is cached, known, waited for, or run here.
 fn run_submission(
     inner: &Inner,
     group: u64,
     programs: Vec<SampleProgram>,
-    tx: &Verdicts,
+    answers: &Answers,
+    cancelled: &Arc<AtomicBool>,
 ) -> Result<(), SessionError> {
-    let index_of = |id: &JobId| match id.program {
-        Program::Sample(i) => i,
-        Program::GroundTruth => unreachable!("submissions hold samples"),
-    };
-    let mut answered = vec![false; programs.len()];
-    let mut answer = |id: &JobId, verdict: Result<Outcome, ExecError>| {
-        let i = index_of(id);
-        answered[i] = true;
-        let _ = tx.send((i, verdict));
-    };
-    let count = |f: &dyn Fn(&mut WarmStats)| f(&mut inner.stats.lock().unwrap());
     let jobs = sample_jobs(&inner.dataset, &programs, &inner.settings, &inner.gt);
-    let mut work = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        match tamper_refusal(&inner.dataset, &job, inner.settings.tamper) {
-            Some(text) => {
-                let outcome = Outcome::new(Status::Fail, Details::all(text));
-                inner.emit(&Event::JobDone {
-                    phase: Phase::Samples,
-                    job: &job,
-                    outcome: &outcome,
-                    origin: Origin::Refused,
-                    samples: None,
-                })?;
-                count(&|s| s.refused += 1);
-                answer(&job.id, Ok(outcome));
-            }
-            None => work.push(Member { file: 0, job }),
-        }
-    }
-    let groups = Groups::new(work, inner.dedup);
-    let mut hand_out = |rep: &JobId, outcome: &Outcome, first: Origin| -> anyhow::Result<()> {
-        for (i, m) in groups.members(rep).iter().enumerate() {
-            let origin = if i == 0 { first } else { Origin::Duplicate };
-            inner.emit(&Event::JobDone {
-                phase: Phase::Samples,
-                job: &m.job,
-                outcome,
-                origin,
-                samples: None,
-            })?;
-            count(&|s| match origin {
-                Origin::Executed => s.executed += 1,
-                Origin::Cached => s.cached += 1,
-                _ => s.deduplicated += 1,
-            });
-            answer(&m.job.id, Ok(outcome.clone()));
-        }
-        Ok(())
+    let work = jobs
+        .into_iter()
+        .map(|job| Member { file: 0, job })
+        .collect();
+    let Triage {
+        refused,
+        groups,
+        cached,
+        unknown,
+    } = triage(
+        &inner.dataset,
+        inner.settings.tamper,
+        work,
+        inner.dedup,
+        inner.cache.as_deref(),
+    );
+    let members_of = |rep: &JobId| {
+        let jobs = groups.members(rep).iter().map(|m| m.job.clone());
+        waiter_of(jobs.collect(), answers, cancelled)
     };
+    // A sink's error does not stop the claims below: a run claimed must run, since other
+    // submissions may wait for it. It is reported when the submission ends.
+    let mut sink_error = None;
+    let mut note = |r: anyhow::Result<()>| {
+        if let Err(e) = r {
+            sink_error.get_or_insert(e);
+        }
+    };
+    for (m, outcome) in refused {
+        let waiter = waiter_of(vec![m.job], answers, cancelled);
+        note(deliver(inner, &waiter, &outcome, Origin::Refused));
+    }
+    for (rep, outcome) in cached {
+        note(deliver(
+            inner,
+            &members_of(&rep.id),
+            &outcome,
+            Origin::Cached,
+        ));
+    }
+    // What no earlier run knows: another submission may be running it, or have run it.
     let mut to_run = Vec::new();
-    for job in &groups.runs {
-        match inner.cache.as_ref().and_then(|c| c.get(job)) {
-            Some(outcome) => hand_out(&job.id, outcome, Origin::Cached)?,
-            None => to_run.push(job.clone()),
+    for rep in unknown {
+        match inner
+            .shared
+            .claim(&inner.shared.key(group, &rep), members_of(&rep.id))
+        {
+            Claim::Known(outcome, waiter) => {
+                note(deliver(inner, &waiter, &outcome, Origin::Duplicate))
+            }
+            Claim::Waiting => {}
+            Claim::Run => to_run.push(rep),
         }
     }
     crate::plan::longest_first(&mut to_run);
+    let first = run_claimed(inner, group, group, to_run.clone());
+    // What is left are runs this submission claimed and did not finish.
+    to_run.retain(|j| !first.done.contains(&j.id));
+    match first.error {
+        None => sink_error.map_or(Ok(()), |e| Err(SessionError::Sink(e))),
+        Some(SessionError::Cancelled) => {
+            // Runs other submissions wait for are run for them now, in a group of their own
+            // (nobody can cancel it: each waiter is answered, or told why not).
+            let again: Vec<Job> = to_run
+                .into_iter()
+                .filter(|j| inner.shared.hand_over(&inner.shared.key(group, j)))
+                .collect();
+            if !again.is_empty() {
+                let handed = inner.engine.group();
+                let rerun = run_claimed(inner, group, handed, again.clone());
+                inner.engine.forget(handed);
+                if let Some(e) = rerun.error {
+                    let left = again.into_iter().filter(|j| !rerun.done.contains(&j.id));
+                    fail_waiters(inner, group, left, &e);
+                }
+            }
+            Err(SessionError::Cancelled)
+        }
+        Some(e) => {
+            fail_waiters(inner, group, to_run.into_iter(), &e);
+            Err(e)
+        }
+    }
+}
+
+/// What [`run_claimed`] got done: the jobs that got a verdict, and the error that stopped
+/// the rest (if any).
+struct Claimed {
+    done: HashSet<JobId>,
+    error: Option<SessionError>,
+}
+
+/// Runs jobs submission `owner` claimed, in engine group `group`, answering every waiter of
+/// each as its verdict arrives.
+fn run_claimed(inner: &Inner, owner: u64, group: u64, jobs: Vec<Job>) -> Claimed {
+    let mut done = HashSet::new();
     let runner = Runner {
         engine: &inner.engine,
         group,
@@ -450,18 +516,88 @@ fn run_submission(
     };
     let result = runner.run_jobs(
         Phase::Samples,
-        to_run,
+        jobs,
         &|e| inner.emit(e),
-        &mut |job, outcome| hand_out(&job.id, outcome, Origin::Executed),
+        &mut |job, outcome| {
+            done.insert(job.id.clone());
+            let mut first_error = None;
+            for (waiter, first) in inner.shared.finish(&inner.shared.key(owner, job), outcome) {
+                if let Err(e) = deliver(inner, &waiter, outcome, first) {
+                    first_error.get_or_insert(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        },
     );
-    if let Err(SessionError::NoVerdict { error, .. }) = &result {
-        // Every sample still without a verdict gets the error that left it so.
-        let left: Vec<usize> = (0..answered.len()).filter(|i| !answered[*i]).collect();
-        for i in left {
-            let _ = tx.send((i, Err(error.clone())));
+    Claimed {
+        done,
+        error: result.err(),
+    }
+}
+
+/// Every waiter of `jobs` (runs that will get no verdict) is told why.
+fn fail_waiters(inner: &Inner, group: u64, jobs: impl Iterator<Item = Job>, why: &SessionError) {
+    let error = match why {
+        SessionError::NoVerdict { error, .. } => error.clone(),
+        other => ExecError::transient(other.to_string()),
+    };
+    for job in jobs {
+        for waiter in inner.shared.fail(&inner.shared.key(group, &job)) {
+            for j in &waiter.jobs {
+                let _ = waiter.answers.send((index_of(&j.id), Err(error.clone())));
+            }
         }
     }
-    result.map(|_| ())
+}
+
+fn waiter_of(jobs: Vec<Job>, answers: &Answers, cancelled: &Arc<AtomicBool>) -> Waiter {
+    Waiter {
+        jobs,
+        answers: answers.clone(),
+        cancelled: cancelled.clone(),
+    }
+}
+
+fn index_of(id: &JobId) -> usize {
+    match id.program {
+        Program::Sample(i) => i,
+        Program::GroundTruth => unreachable!("submissions hold samples"),
+    }
+}
+
+/// Answers `waiter`'s samples with `outcome` (the first as `first`, the rest as duplicates),
+/// then tells the sinks. Every sample is answered even if a sink fails (the verdict is sound).
+fn deliver(inner: &Inner, waiter: &Waiter, outcome: &Outcome, first: Origin) -> anyhow::Result<()> {
+    let mut sink_error = None;
+    for (i, job) in waiter.jobs.iter().enumerate() {
+        let origin = if i == 0 { first } else { Origin::Duplicate };
+        let verdict = Verdict {
+            outcome: outcome.clone(),
+            origin,
+        };
+        let _ = waiter.answers.send((index_of(&job.id), Ok(verdict)));
+        {
+            let mut st = inner.stats.lock().unwrap();
+            match origin {
+                Origin::Executed => st.executed += 1,
+                Origin::Cached => st.cached += 1,
+                Origin::Duplicate => st.deduplicated += 1,
+                Origin::Refused => st.refused += 1,
+            }
+        }
+        if sink_error.is_none() {
+            if let Err(e) = inner.emit(&Event::JobDone {
+                phase: Phase::Samples,
+                job,
+                outcome,
+                origin,
+                samples: None,
+            }) {
+                sink_error = Some(e);
+            }
+        }
+    }
+    sink_error.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

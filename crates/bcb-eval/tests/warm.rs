@@ -1,14 +1,16 @@
 //! The warm session with the scripted executor (`FakeExecutor`): submitters share one
-//! executor fairly, a dropped submission cancels its queued jobs, the ground truth runs once.
+//! executor fairly, a dropped submission cancels its queued jobs, the ground truth runs once;
+//! dedup reaches across submissions (in flight and finished, timeouts not reused, a
+//! cancelled owner's run handed over) and verdicts reach the disk cache as they arrive.
 
 mod common;
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use bcb_eval::WarmOptions;
 use bcb_eval::{GtCache, SessionError, SubmitOptions, SubmitSample, WarmSession};
-use bcb_execute::{Executor, Program};
+use bcb_eval::{Origin, Sink, Submission, VerdictCache, WarmOptions};
+use bcb_execute::{Details, Executor, Outcome, Program, Status};
 use bcb_samples::SampleBody;
 use bcb_testkit::{pass, FakeExecutor};
 
@@ -34,19 +36,7 @@ fn recording(each: Duration) -> (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>) {
 }
 
 fn start(exec: &Arc<FakeExecutor>, dir: &std::path::Path) -> WarmSession {
-    let ds = Arc::new(common::dataset(dir));
-    let settings = common::settings();
-    let cache = GtCache::new(dir, &ds, &settings);
-    let executor: Arc<dyn Executor> = exec.clone();
-    WarmSession::start(
-        ds,
-        executor,
-        settings,
-        &cache,
-        Vec::new(),
-        WarmOptions::default(),
-    )
-    .unwrap()
+    start_with(exec, dir, Vec::new(), WarmOptions::default())
 }
 
 #[test]
@@ -61,7 +51,7 @@ fn a_later_submission_of_one_job_is_not_starved_by_an_earlier_one_of_many_script
         .unwrap();
     let got: Vec<_> = small.collect();
     assert_eq!(got.len(), 1);
-    assert!(got[0].1.as_ref().unwrap().status.is_pass());
+    assert!(got[0].1.as_ref().unwrap().outcome.status.is_pass());
     let at = order
         .lock()
         .unwrap()
@@ -220,4 +210,228 @@ fn unknown_task_ids_are_refused_before_anything_runs_and_duplicates_run_once() {
     let stats = session.stats();
     assert_eq!((stats.executed, stats.deduplicated), (1, 1));
     assert_eq!(exec.total_runs(), 3 + 1);
+}
+
+/// An executor that counts the runs of each sample program (by its code) and times out the
+/// ones whose code says `slow`, taking `each` per job.
+fn counting(each: Duration) -> (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>) {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let seen = ran.clone();
+    let exec = FakeExecutor::new(move |job, _| {
+        if job.id.program == Program::GroundTruth {
+            return Ok(pass());
+        }
+        std::thread::sleep(each);
+        seen.lock().unwrap().push(job.code.to_string());
+        if job.code.contains("slow") {
+            return Ok(Outcome::new(Status::Timeout, Details::all("Timeout")));
+        }
+        Ok(pass())
+    });
+    (Arc::new(exec), ran)
+}
+
+fn runs_of(ran: &Mutex<Vec<String>>, code: &str) -> usize {
+    ran.lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.contains(&format!("return {code}\n")))
+        .count()
+}
+
+fn start_with(
+    exec: &Arc<FakeExecutor>,
+    dir: &std::path::Path,
+    sinks: Vec<Box<dyn Sink + Send>>,
+    opts: WarmOptions,
+) -> WarmSession {
+    let ds = Arc::new(common::dataset(dir));
+    let settings = common::settings();
+    let cache = GtCache::new(dir, &ds, &settings);
+    let executor: Arc<dyn Executor> = exec.clone();
+    WarmSession::start(ds, executor, settings, &cache, sinks, opts).unwrap()
+}
+
+fn origins(sub: Submission) -> Vec<(Status, Origin)> {
+    let mut got: Vec<(usize, Status, Origin)> = sub
+        .map(|(i, r)| {
+            let v = r.unwrap();
+            (i, v.outcome.status, v.origin)
+        })
+        .collect();
+    got.sort_by_key(|g| g.0);
+    got.into_iter().map(|(_, s, o)| (s, o)).collect()
+}
+
+#[test]
+fn two_submissions_of_the_same_program_at_once_run_it_once_and_both_get_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::from_millis(100));
+    let session = start(&exec, dir.path());
+    let a = session
+        .submit(vec![sample(0, "same")], SubmitOptions::default())
+        .unwrap();
+    let b = session
+        .submit(vec![sample(0, "same")], SubmitOptions::default())
+        .unwrap();
+    let a = std::thread::spawn(move || origins(a));
+    let (b, a) = (origins(b), a.join().unwrap());
+    assert_eq!(
+        runs_of(&ran, "same"),
+        1,
+        "one execution for both submissions"
+    );
+    assert_eq!(a, [(Status::Pass, Origin::Executed)]);
+    assert_eq!(b, [(Status::Pass, Origin::Duplicate)]);
+    let st = session.stats();
+    assert_eq!((st.executed, st.deduplicated), (1, 1));
+}
+
+#[test]
+fn a_repeat_after_the_first_finished_is_answered_without_running_and_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::ZERO);
+    let session = start(&exec, dir.path());
+    let first = session
+        .submit(vec![sample(1, "x")], SubmitOptions::default())
+        .unwrap();
+    assert_eq!(origins(first), [(Status::Pass, Origin::Executed)]);
+    let again = session
+        .submit(
+            vec![sample(1, "x"), sample(1, "x"), sample(2, "x")],
+            SubmitOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(
+        origins(again),
+        [
+            (Status::Pass, Origin::Duplicate),
+            (Status::Pass, Origin::Duplicate),
+            (Status::Pass, Origin::Executed),
+        ],
+        "the same program of another task is another job"
+    );
+    assert_eq!(runs_of(&ran, "x"), 2);
+    assert_eq!(session.stats().remembered, 2);
+}
+
+#[test]
+fn a_timeout_is_not_reused_by_a_later_submission() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::ZERO);
+    let session = start(&exec, dir.path());
+    for _ in 0..2 {
+        let sub = session
+            .submit(vec![sample(0, "slow")], SubmitOptions::default())
+            .unwrap();
+        assert_eq!(origins(sub), [(Status::Timeout, Origin::Executed)]);
+    }
+    assert_eq!(
+        runs_of(&ran, "slow"),
+        2,
+        "a timeout is the machine's, not the program's"
+    );
+}
+
+#[test]
+fn the_owner_cancelled_while_another_waits_still_gives_the_waiter_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::from_millis(50));
+    let session = start(&exec, dir.path());
+    // The shared program is the owner's last job (index order): still queued at the drop.
+    let mut owner_samples: Vec<SubmitSample> =
+        (0..6).map(|i| sample(0, &format!("own{i}"))).collect();
+    owner_samples.push(sample(0, "shared"));
+    let mut owner = session
+        .submit(owner_samples, SubmitOptions::default())
+        .unwrap();
+    let waiter = session
+        .submit(vec![sample(0, "shared")], SubmitOptions::default())
+        .unwrap();
+    assert!(owner.next().is_some());
+    drop(owner);
+    assert_eq!(
+        origins(waiter),
+        [(Status::Pass, Origin::Executed)],
+        "the run was handed over to the waiter"
+    );
+    assert_eq!(runs_of(&ran, "shared"), 1);
+    assert!(
+        ran.lock().unwrap().len() < 7,
+        "the owner's own jobs were cancelled"
+    );
+    // The session goes on, and remembers the handed-over verdict.
+    let later = session
+        .submit(vec![sample(0, "shared")], SubmitOptions::default())
+        .unwrap();
+    assert_eq!(origins(later), [(Status::Pass, Origin::Duplicate)]);
+}
+
+#[test]
+fn without_dedup_every_submission_runs_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::from_millis(20));
+    let session = start_with(
+        &exec,
+        dir.path(),
+        Vec::new(),
+        WarmOptions {
+            dedup: false,
+            ..Default::default()
+        },
+    );
+    let a = session
+        .submit(vec![sample(0, "same")], SubmitOptions::default())
+        .unwrap();
+    let b = session
+        .submit(vec![sample(0, "same")], SubmitOptions::default())
+        .unwrap();
+    assert_eq!(origins(a), [(Status::Pass, Origin::Executed)]);
+    assert_eq!(origins(b), [(Status::Pass, Origin::Executed)]);
+    assert_eq!(runs_of(&ran, "same"), 2);
+    assert_eq!(session.stats().remembered, 0);
+}
+
+#[test]
+fn verdicts_reach_the_disk_cache_as_they_arrive_and_a_new_session_reuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exec, ran) = counting(Duration::ZERO);
+    let settings = common::settings();
+    let open = || Arc::new(VerdictCache::open(dir.path(), &settings, "fake", 1 << 30));
+    let cache = open();
+    // The sink borrows the cache for the session's life, as `bcb serve` does.
+    let leaked: &'static VerdictCache = Box::leak(Box::new(cache.clone()));
+    let session = start_with(
+        &exec,
+        dir.path(),
+        vec![Box::new(bcb_sinks::VerdictCacheSink::live(leaked))],
+        WarmOptions {
+            cache: Some(cache),
+            ..Default::default()
+        },
+    );
+    let sub = session
+        .submit(
+            vec![sample(0, "kept"), sample(0, "slow")],
+            SubmitOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(sub.count(), 2);
+    // Still open: what is on disk now is what a killed server would leave.
+    assert_eq!(open().len(), 1, "the pass is on disk, the timeout is not");
+    let second = start_with(
+        &exec,
+        dir.path(),
+        Vec::new(),
+        WarmOptions {
+            cache: Some(open()),
+            ..Default::default()
+        },
+    );
+    let sub = second
+        .submit(vec![sample(0, "kept")], SubmitOptions::default())
+        .unwrap();
+    assert_eq!(origins(sub), [(Status::Pass, Origin::Cached)]);
+    assert_eq!(runs_of(&ran, "kept"), 1);
+    drop(session);
 }

@@ -73,14 +73,14 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
         .unwrap();
     let start = Instant::now();
     let big_done = std::thread::spawn(move || {
-        big.map(|(i, r)| (i, r.unwrap().status, start.elapsed()))
+        big.map(|(i, r)| (i, r.unwrap().outcome.status, start.elapsed()))
             .collect::<Vec<_>>()
     });
     let small_done: Vec<_> = small.collect();
     let small_at = start.elapsed();
     let big_done = big_done.join().unwrap();
     assert_eq!(small_done.len(), 1);
-    assert!(small_done[0].1.as_ref().unwrap().status.is_pass());
+    assert!(small_done[0].1.as_ref().unwrap().outcome.status.is_pass());
     assert_eq!(big_done.len(), 6);
     assert!(big_done.iter().all(|(_, s, _)| s.is_pass()), "{big_done:?}");
     let big_before = big_done.iter().filter(|(_, _, t)| *t < small_at).count();

@@ -40,9 +40,9 @@ impl Submission for WarmSubmission {
                 self.left -= 1;
                 Next::Item(
                     i,
-                    r.map(|outcome| Verdict {
-                        outcome,
-                        origin: None,
+                    r.map(|v| Verdict {
+                        outcome: v.outcome,
+                        origin: Some(v.origin),
                     }),
                 )
             }

@@ -64,7 +64,8 @@ pub struct Args {
     /// (no watch).
     #[arg(long, default_value = "fail")]
     pub hack_policy: bcb_execute::HackPolicy,
-    /// Run every sample, even one whose task and program another has (no dedup).
+    /// Run every sample, even one whose task and program another sample of any request has
+    /// (in flight or finished earlier): no dedup.
     #[arg(long)]
     pub no_dedup: bool,
     /// Neither use nor fill the verdict cache.
@@ -216,7 +217,7 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
     if let Some(cache) = &cache {
         // The server lives until it exits: the sink may borrow the cache for that long.
         let cache: &'static VerdictCache = Box::leak(Box::new(cache.clone()));
-        sinks.push(Box::new(VerdictCacheSink::new(cache)));
+        sinks.push(Box::new(VerdictCacheSink::live(cache)));
     }
     let session = WarmSession::start(
         ds,
@@ -232,6 +233,7 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
             },
             dedup: !args.no_dedup,
             cache,
+            ..Default::default()
         },
     )?;
     Ok(bcb_serve::warm::WarmVerdicts::new(session))
