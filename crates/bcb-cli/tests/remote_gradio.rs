@@ -73,7 +73,7 @@ impl Space {
 
     fn wait_ready(&self) {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(120) {
+        while start.elapsed() < Duration::from_secs(300) {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             if log.contains("Running on local URL") {
                 return;
@@ -81,7 +81,7 @@ impl Space {
             std::thread::sleep(Duration::from_millis(200));
         }
         let err = std::fs::read_to_string(self.log.with_file_name("space.err")).unwrap_or_default();
-        panic!("the Space did not start in 120 s:\n{err}");
+        panic!("the Space did not start in 300 s:\n{err}");
     }
 
     /// Whether a job was handed to the Space's server (the app logs each one as it sends it).
