@@ -68,6 +68,8 @@ def compare(real, out):
         served = json.load(open(os.path.join(out, m + ".served.json")))["results"]
         local = json.load(open(prepared(out, m)[: -len(".jsonl")] + "_eval_results.json"))["eval"]
         official = json.load(gzip.open(os.path.join(real, m + STEM + "_eval_results.json.gz"), "rt"))["eval"]
+        # Tasks whose canonical solution failed here (environment, or a timeout under load).
+        gt_failed = set(json.load(open(prepared(out, m)[: -len(".jsonl")] + "_pass_at_k.json"))["failed_tasks"])
         agree = {"served=evaluate": 0, "served=official": 0, "evaluate=official": 0}
         diffs = []
         for r in served:
@@ -84,7 +86,11 @@ def compare(real, out):
             total[k] += v
         print(f"== {m}: {n} rows; " + ", ".join(f"{k} {v}/{n}" for k, v in agree.items()))
         for tid, r, l, o in diffs:
-            print(f"  {tid}: served {r['status']} {r['flags']} | evaluate {l['status']} | official {o['status']}")
+            gt = " (its ground truth failed here)" if tid in gt_failed else ""
+            print(f"  {tid}{gt}: served {r['status']} {r['flags']} | evaluate {l['status']} | official {o['status']}")
+            wall = "-" if r["test_secs"] is None else f"{r['test_secs']:.0f} s"
+            cpu = "-" if r["cpu_secs"] is None else f"{r['cpu_secs']:.0f} s"
+            print(f"      served run: test wall {wall}, CPU {cpu}")
             print(f"      served:   {short(r['details'])}")
             if r["details"] != l["details"]:
                 print(f"      evaluate: {short(l['details'])}")
