@@ -96,8 +96,17 @@ class Server:
         while True:
             port = _free_port()
             env = dict(os.environ, BCB_SERVE_TOKEN=self.token)
-            proc = subprocess.Popen(self._command(port), env=env, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_die_with_parent)
+            try:
+                proc = subprocess.Popen(self._command(port), env=env, stdin=subprocess.DEVNULL,
+                                        preexec_fn=_die_with_parent)
+            except OSError as e:
+                with self.ready:
+                    self.error = f"cannot run {BCB} serve: {e}"
+                    self.ready.notify_all()
+                print(f"{self.error}; retrying in {delay} s", flush=True)
+                time.sleep(delay)
+                delay = min(delay * 2, 60)
+                continue
             self.url = f"http://127.0.0.1:{port}"
             print(f"bcb serve at {self.url} (pid {proc.pid}): checking the ground truth", flush=True)
             error = self._wait_ready(proc)
@@ -108,7 +117,8 @@ class Server:
             code = proc.wait()
             with self.ready:
                 self.is_ready = False
-                self.error = f"bcb serve exited with code {code}; restarting it"
+                self.error = f"bcb serve exited with code {code}; it is being restarted"
+                self.ready.notify_all()
             print(f"bcb serve exited with code {code}; restarting in {delay} s", flush=True)
             time.sleep(delay)
             delay = min(delay * 2, 60)
@@ -117,9 +127,11 @@ class Server:
         """The server's URL once ready; its start error as a Gradio error."""
         with self.ready:
             while not self.is_ready:
-                if self.error and "failed to start" in self.error:
-                    raise gr.Error(f"the evaluation server cannot start: {self.error}\n"
-                                   "hint: see the Space's logs (eval env, dataset)", duration=None)
+                # Never a verdict: the client sees the fault (None: still starting, wait).
+                if self.error:
+                    raise gr.Error(f"the evaluation server is not available: {self.error}\n"
+                                   "hint: retry later; if it persists, see the Space's logs (eval env, dataset)",
+                                   duration=None)
                 self.ready.wait(timeout=5)
             return self.url
 
