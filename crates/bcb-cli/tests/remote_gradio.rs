@@ -40,7 +40,8 @@ impl Space {
             .env("BCB_DATASET_DIR", &env.dataset_dir)
             .env("BCB_OFFLINE", "1")
             .env("BCB_CACHE_DIR", cache.path())
-            .env("BCB_SPACE_PRELOAD", "")
+            // The Space's server checks only these tasks' ground truth at start.
+            .env("BCB_SPACE_IDS", IDS)
             .env("GRADIO_SERVER_NAME", "127.0.0.1")
             .env("GRADIO_SERVER_PORT", port.to_string())
             .env("GRADIO_ANALYTICS_ENABLED", "False")
@@ -49,8 +50,8 @@ impl Space {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(tmp.path().join("space.err")).unwrap())
-            // Its own process group: a kill takes the running `bcb` jobs with it, as a
-            // Space restart does.
+            // Its own process group: a kill takes its `bcb serve` and the running samples
+            // with it, as a Space restart does.
             .process_group(0);
         for (k, v) in extra {
             cmd.env(k, v);
@@ -72,7 +73,7 @@ impl Space {
 
     fn wait_ready(&self) {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(120) {
+        while start.elapsed() < Duration::from_secs(300) {
             let log = std::fs::read_to_string(&self.log).unwrap_or_default();
             if log.contains("Running on local URL") {
                 return;
@@ -80,18 +81,15 @@ impl Space {
             std::thread::sleep(Duration::from_millis(200));
         }
         let err = std::fs::read_to_string(self.log.with_file_name("space.err")).unwrap_or_default();
-        panic!("the Space did not start in 120 s:\n{err}");
+        panic!("the Space did not start in 300 s:\n{err}");
     }
 
-    /// Whether a `bcb` job is running under the app (a child process of it).
+    /// Whether a job was handed to the Space's server (the app logs each one as it sends it).
     fn has_job(&self) -> bool {
-        let pid = self.child.id().to_string();
-        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            // pid (comm) state ppid ...
-            let after = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
-            stat.contains("(bcb)") && after.split(' ').nth(1) == Some(pid.as_str())
-        })
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("job: "))
     }
 
     fn kill(&mut self) {

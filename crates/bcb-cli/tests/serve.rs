@@ -443,3 +443,96 @@ fn a_tokenless_non_loopback_listen_address_refuses_to_start() {
     let err = evalkit::stderr(&out);
     assert!(!out.status.success() && err.contains("--token"), "{err}");
 }
+
+/// `upstream` on `/v1/evaluate` (what the evaluator Space sends): the answer is the result
+/// files `bcb evaluate` writes for the same samples file; limits other than the server's are
+/// refused naming the field; `check_gt_only` answers from the ground truth checked at start.
+#[test]
+fn upstream_answer_is_the_result_files_of_bcb_evaluate_and_other_limits_are_refused() {
+    let Some(env) = evalkit::env() else { return };
+    let server = Server::start(&env, &[]);
+    let rows = samples(&env);
+    let name = "m--bigcodebench-hard-complete.jsonl";
+    let path = env.path(name);
+    evalkit::write_jsonl(&path, &rows);
+    let ids = TASKS.join(",");
+    let out = env.run(&[
+        "evaluate",
+        "--samples",
+        path.to_str().unwrap(),
+        "--subset",
+        "hard",
+        "--ids",
+        &ids,
+        "--no-cache",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let local_results =
+        evalkit::without_date(&env.path("m--bigcodebench-hard-complete_eval_results.json"));
+    let local_pass_at_k =
+        evalkit::read_json(&env.path("m--bigcodebench-hard-complete_pass_at_k.json"));
+
+    let post = |upstream: Value| {
+        let body =
+            json!({"samples": rows, "subset": "hard", "calibrated": true, "upstream": upstream});
+        let res = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/evaluate", server.url))
+            .json(&body)
+            .send()
+            .unwrap();
+        (res.status().as_u16(), res.json::<Value>().unwrap())
+    };
+    let defaults = json!({"file_name": name, "pass_k": "1,5,10", "ids": ids,
+        "min_time_limit": 1.0, "max_as_limit": 30720, "max_data_limit": 30720, "max_stack_limit": 10});
+    let (status, mut v) = post(defaults.clone());
+    assert_eq!(status, 200, "{v}");
+    let date = std::mem::take(&mut v["eval_results"]["date"]);
+    assert_eq!(date.as_str().unwrap().len(), "2025-01-01 10:00".len());
+    assert_eq!(v["eval_results"], local_results);
+    assert_eq!(v["pass_at_k"], local_pass_at_k);
+
+    for (field, value) in [
+        ("max_as_limit", json!(1024)),
+        ("max_stack_limit", json!(64)),
+        ("min_time_limit", json!(500.0)),
+    ] {
+        let mut opts = defaults.clone();
+        opts[field] = value;
+        let (status, v) = post(opts);
+        assert_eq!(status, 400, "{field}: {v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("upstream.{field}")),
+            "{v}"
+        );
+        assert!(v["hint"].is_string(), "{v}");
+    }
+    // no_gt with upstream's defaults gives every task the server's limit (241 s).
+    let mut opts = defaults.clone();
+    opts["no_gt"] = json!(true);
+    let (status, v) = post(opts);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["pass_at_k"]["gt_pass_rate"], 0.0);
+
+    let mut opts = defaults.clone();
+    opts["check_gt_only"] = json!(true);
+    let (status, v) = post(opts);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["eval_results"], json!({}));
+    assert_eq!(
+        v["pass_at_k"],
+        json!({"gt_pass_rate": 1.0, "failed_tasks": []})
+    );
+
+    let mut opts = defaults.clone();
+    opts["ids"] = json!("13");
+    let (status, v) = post(opts);
+    assert_eq!(status, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("upstream.ids"), "{v}");
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::bail;
 use bcb_dataset::{task_number, Dataset, Task, FULL_TASK_COUNT};
 use bcb_execute::{Job, JobId, Program};
-use bcb_samples::{read_samples, SampleBody};
+use bcb_samples::{read_samples, Sample, SampleBody};
 use bcb_sanitize::tamper::TamperPolicy;
 use sha2::Digest;
 
@@ -56,9 +56,21 @@ impl Samples {
     /// Reads `path` and builds each executed program; errors name the file and line.
     pub fn read(dataset: &Dataset, path: &Path, calibrated: bool) -> anyhow::Result<Self> {
         let rows = read_samples(path)?;
+        Self::from_rows(dataset, path, &rows, calibrated)
+    }
+
+    /// Samples already read (`path` names them: messages, `model` of the result files), with
+    /// the same checks as a file: unknown ids are an error, rows of tasks outside `dataset`
+    /// are skipped, a task of `dataset` without a row is an error.
+    pub fn from_rows(
+        dataset: &Dataset,
+        path: &Path,
+        rows: &[Sample],
+        calibrated: bool,
+    ) -> anyhow::Result<Self> {
         let mut per_task: HashMap<&str, usize> = HashMap::new();
         let mut programs = Vec::with_capacity(rows.len());
-        for sample in &rows {
+        for sample in rows {
             let known =
                 task_number(&sample.task_id).is_some_and(|n| (n as usize) < FULL_TASK_COUNT);
             if !known {

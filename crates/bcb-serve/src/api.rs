@@ -39,6 +39,10 @@ pub struct EvaluateRequest {
     /// (`<think>` blocks dropped) before running.
     #[serde(default)]
     pub sanitize: bool,
+    /// Answer in the original's result-file shape (`{eval_results, pass_at_k}`), with the
+    /// original evaluator's inputs (see `upstream.rs`).
+    #[serde(default)]
+    pub upstream: Option<crate::upstream::UpstreamOptions>,
 }
 
 /// A sample as samples files carry it; other keys (`raw_solution`, ...) are ignored.
@@ -202,6 +206,11 @@ async fn evaluate_inner(
     let bytes = body(state, raw)?;
     let req: EvaluateRequest = parse(&bytes)?;
     drop(bytes);
+    if let Some(opts) = &req.upstream {
+        return crate::upstream::evaluate(state, &req, opts)
+            .await
+            .map(Answer::Json);
+    }
     let samples = samples_of(state, &req)?;
     let n = samples.len();
     let opts = SubmitOptions {

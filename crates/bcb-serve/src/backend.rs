@@ -3,9 +3,10 @@
 //! `bcb serve` wraps bcb-eval's long-lived warm session (`warm.rs`); the server never calls an
 //! executor itself.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use bcb_eval::Origin;
+use bcb_eval::{GroundTruth, Origin, Settings};
 use bcb_execute::{ExecError, Outcome};
 
 /// The code of one sample, as the samples files carry it.
@@ -79,6 +80,15 @@ pub struct Stats {
     pub dedup_hits: u64,
 }
 
+/// What an engine's verdicts are made under (fixed for its life).
+#[derive(Clone)]
+pub struct EngineContext {
+    /// Time limits and upstream's `gt_pass_rate` / `failed_tasks` come from it.
+    pub gt: Arc<GroundTruth>,
+    /// The limits every sample runs under.
+    pub settings: Arc<Settings>,
+}
+
 /// The engine behind the server.
 pub trait Verdicts: Send + Sync {
     fn submit(
@@ -88,6 +98,12 @@ pub trait Verdicts: Send + Sync {
     ) -> Result<Box<dyn Submission>, SubmitError>;
 
     fn stats(&self) -> Stats;
+
+    /// The ground truth and settings the verdicts are made under, for answers in upstream's
+    /// result-file shape (`upstream` on `/v1/evaluate`); `None`: this engine cannot give them.
+    fn context(&self) -> Option<EngineContext> {
+        None
+    }
 
     /// Stops accepting submissions; running jobs finish.
     fn close(&self);

@@ -33,10 +33,12 @@ mod fusion;
 mod metrics;
 mod openrlhf;
 mod run;
+mod upstream;
 pub mod warm;
 
 pub use backend::{
-    Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
+    Code, EngineContext, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample,
+    Verdicts,
 };
 pub use catalog::Catalog;
 pub use error::ApiError;

@@ -2,25 +2,32 @@
 //! checked at start, dedup, the verdict cache, fair sharing between submissions) behind the
 //! server's [`Verdicts`] trait. This file is the only place the server meets the session.
 
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bcb_eval::{SessionError, WarmSession};
 use bcb_samples::SampleBody;
 
 use crate::backend::{
-    Code, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
+    Code, EngineContext, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample,
+    Verdict, Verdicts,
 };
 
 pub struct WarmVerdicts {
     /// Taken out by [`Verdicts::close`] (closing consumes the session).
     session: RwLock<Option<WarmSession>>,
+    context: EngineContext,
 }
 
 impl WarmVerdicts {
     pub fn new(session: WarmSession) -> WarmVerdicts {
+        let context = EngineContext {
+            gt: Arc::new(session.ground_truth().clone()),
+            settings: Arc::new(session.settings().clone()),
+        };
         WarmVerdicts {
             session: RwLock::new(Some(session)),
+            context,
         }
     }
 }
@@ -101,6 +108,10 @@ impl Verdicts for WarmVerdicts {
             cache_hits: st.cached,
             dedup_hits: st.deduplicated,
         }
+    }
+
+    fn context(&self) -> Option<EngineContext> {
+        Some(self.context.clone())
     }
 
     fn close(&self) {

@@ -443,3 +443,21 @@ async fn openrlhf_and_sandbox_fusion_shapes() {
     assert!(res.text().await.unwrap().contains("provided_data.test"));
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn upstream_answers_need_an_engine_that_gives_its_ground_truth_and_limits() {
+    let s = start(|_| {}, true).await;
+    let res = reqwest::Client::new()
+        .post(format!("{}/v1/evaluate", s.url))
+        .json(&serde_json::json!({
+            "samples": [{"task_id": "BigCodeBench/1", "solution": "x"}],
+            "upstream": {"file_name": "m--bigcodebench-full-complete.jsonl"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 501);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("upstream"), "{v}");
+    assert!(v["hint"].is_string(), "{v}");
+}
