@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::slot::SlotFailure;
 use super::wire::{Report, ResultMsg};
-use crate::{Details, ExecError, HackPolicy, Outcome, Remark, Status};
+use crate::{
+    Details, ExecError, HackPolicy, Job, JobKind, Outcome, Remark, ScriptEnd, ScriptRun, Status,
+};
 
 /// bcb's details text for a sample killed by the memory limit (reports classify on it).
 pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
@@ -64,8 +66,88 @@ fn stable_harness_path(trace: &str) -> String {
     out
 }
 
+/// The result of `job`: a script's run, or a unittest verdict under the rules above.
+pub(crate) fn read_job_result(job: &Job, msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
+    match &job.kind {
+        JobKind::Unittest => read_result(msg, wall, hacks),
+        JobKind::Script(_) => read_script_result(msg, wall),
+    }
+}
+
+/// A script job's result: what the program did, as the runner inside the sandbox saw it
+/// (its output and return code are the program's own to choose, so nothing there needs
+/// trusting); the supervisor's kill at the deadline or the memory limit when no report came.
+fn read_script_result(msg: &ResultMsg, wall: f64) -> Reading {
+    let mut out = Outcome::new(Status::Timeout, Details::new());
+    out.wall_secs = wall;
+    out.cpu_secs = msg.cpu_secs;
+    let report = msg.report.as_ref();
+    let run = report
+        .and_then(|r| r.get("script"))
+        .and_then(|v| serde_json::from_value::<ScriptRun>(v.clone()).ok());
+    if let Some(mut run) = run {
+        if msg.killed_at_deadline {
+            // The supervisor's own deadline (limit + grace) came first.
+            run.end = ScriptEnd::TimeLimitExceeded;
+            run.return_code = None;
+            out.remark = Some(Remark::KilledAtDeadline);
+        }
+        out.status = match (run.end, run.return_code) {
+            (ScriptEnd::TimeLimitExceeded, _) => Status::Timeout,
+            (ScriptEnd::Finished, Some(0)) => Status::Pass,
+            (ScriptEnd::Finished, _) => Status::Fail,
+        };
+        out.test_secs = Some(run.execution_time);
+        out.script = Some(Box::new(run));
+        return Reading::Done(out);
+    }
+    if let Some(err) = report.and_then(Report::parse).and_then(|r| r.harness_error) {
+        out.status = Status::Fail;
+        out.remark = Some(Remark::HarnessError { message: err });
+        return Reading::Abnormal(out);
+    }
+    let ended = |end, return_code, stderr: &str| {
+        Some(Box::new(ScriptRun {
+            end,
+            execution_time: wall,
+            return_code,
+            stdout: String::new(),
+            stderr: stderr.to_string(),
+            files: Default::default(),
+        }))
+    };
+    if msg.killed_at_deadline {
+        out.remark = Some(Remark::KilledAtDeadline);
+        out.script = ended(ScriptEnd::TimeLimitExceeded, None, "");
+        return Reading::Done(out);
+    }
+    if msg.oom_killed {
+        out.status = Status::Fail;
+        out.details = Details::all(MEMORY_LIMIT);
+        out.remark = Some(Remark::KilledByMemoryLimit);
+        out.script = ended(ScriptEnd::Finished, Some(-libc::SIGKILL), MEMORY_LIMIT);
+        return Reading::Done(out);
+    }
+    if let Some(sig) = msg.signal {
+        out.remark = Some(Remark::KilledBySignal { signal: sig });
+        return Reading::Abnormal(out);
+    }
+    let code = msg.exit_code.unwrap_or(-1);
+    if (70..=72).contains(&code) {
+        out.remark = Some(Remark::HarnessExit { code });
+        return Reading::Abnormal(out);
+    }
+    // The runner ended before reporting (the program killed it): no run to show.
+    out.status = Status::Fail;
+    out.details = Details::all(format!(
+        "bcb: the script's runner exited with code {code} before it reported"
+    ));
+    out.remark = Some(Remark::EarlyExit { code });
+    Reading::Done(out)
+}
+
 /// Applies the rules to one result message; `wall` is the executor's own measure.
-pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
+fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
     let mut out = Outcome::new(Status::Timeout, Details::new());
     out.wall_secs = wall;
     out.cpu_secs = msg.cpu_secs;
