@@ -9,6 +9,7 @@
 //! - `runner`: a submission's jobs to a verdict each, with retries and the breaker;
 //! - `session`: the phases of a batch run ([`Session`]: ground truth, samples, reruns);
 //! - `warm`: a long-lived session taking submissions over time ([`WarmSession`]);
+//! - `script`: script jobs (a program with stdin, `/run_code`) on a warm session's engine;
 //! - `assembly`: results in upstream's order and run reports (shared with `merge`);
 //! - `error`: [`SessionError`].
 //!
@@ -32,6 +33,7 @@ mod plan;
 pub mod priors;
 mod results;
 mod runner;
+mod script;
 mod session;
 mod settings;
 pub mod shard;
@@ -47,6 +49,7 @@ pub use limits::DEFAULT_BASE_TIMEOUT;
 pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
+pub use script::{ScriptRequest, ScriptSubmission, ScriptWait, SCRIPT_TASK_ID};
 pub use session::{GtMode, Request, Reuse, SampleRun, Session};
 pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
