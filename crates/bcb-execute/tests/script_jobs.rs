@@ -210,8 +210,8 @@ print("contained" if not hits else hits)
         secret = secret.to_str().unwrap(),
         victim = victim.to_str().unwrap(),
     );
-    // SAFETY: set before any executor thread starts; only this test reads it.
-    unsafe { std::env::set_var("BCB_SCRIPT_TEST_SECRET", "s3cr3t") };
+    // A secret in this process's environment too (samples get a clean one).
+    std::env::set_var("RUNCODE_TEST_SECRET", "s3cr3t");
     for kind in ["pool", "process"] {
         let o = run_scripts(kind, vec![script(0, &code, stdin(""), 20.0)]);
         let run = o[0]
