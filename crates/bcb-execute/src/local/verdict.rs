@@ -116,34 +116,25 @@ fn read_script_result(msg: &ResultMsg, wall: f64) -> Reading {
             files: Default::default(),
         }))
     };
-    if msg.killed_at_deadline {
-        out.remark = Some(Remark::KilledAtDeadline);
-        out.script = ended(ScriptEnd::TimeLimitExceeded, None, "");
-        return Reading::Done(out);
-    }
-    if msg.oom_killed {
-        out.status = Status::Fail;
-        out.details = Details::all(MEMORY_LIMIT);
-        out.remark = Some(Remark::KilledByMemoryLimit);
-        out.script = ended(ScriptEnd::Finished, Some(-libc::SIGKILL), MEMORY_LIMIT);
-        return Reading::Done(out);
-    }
-    if let Some(sig) = msg.signal {
-        out.remark = Some(Remark::KilledBySignal { signal: sig });
-        return Reading::Abnormal(out);
-    }
-    let code = msg.exit_code.unwrap_or(-1);
-    if (70..=72).contains(&code) {
-        out.remark = Some(Remark::HarnessExit { code });
-        return Reading::Abnormal(out);
-    }
     // The runner ended before reporting (the program killed it): no run to show.
-    out.status = Status::Fail;
-    out.details = Details::all(format!(
-        "bcb: the script's runner exited with code {code} before it reported"
-    ));
-    out.remark = Some(Remark::EarlyExit { code });
-    Reading::Done(out)
+    let early =
+        |code| format!("bcb: the script's runner exited with code {code} before it reported");
+    match without_report(msg, out, early) {
+        Reading::Done(mut o) => {
+            match o.remark {
+                Some(Remark::KilledAtDeadline) => {
+                    o.script = ended(ScriptEnd::TimeLimitExceeded, None, "");
+                }
+                Some(Remark::KilledByMemoryLimit) => {
+                    o.status = Status::Fail;
+                    o.script = ended(ScriptEnd::Finished, Some(-libc::SIGKILL), MEMORY_LIMIT);
+                }
+                _ => {}
+            }
+            Reading::Done(o)
+        }
+        abnormal => abnormal,
+    }
 }
 
 /// Applies the rules to one result message; `wall` is the executor's own measure.
@@ -160,7 +151,20 @@ fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
             abnormal => abnormal,
         };
     }
-    // No report: killed or exited before reporting.
+    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
+    let early = |code| {
+        format!("bcb: the sample's process exited with code {code} before the tests reported")
+    };
+    without_report(msg, out, early)
+}
+
+/// No report came: killed (at the deadline, by the memory limit, by a signal), or the process
+/// exited before reporting (its harness failing, or early: `early_exit` says so in the details).
+fn without_report(
+    msg: &ResultMsg,
+    mut out: Outcome,
+    early_exit: impl FnOnce(i32) -> String,
+) -> Reading {
     if msg.killed_at_deadline {
         out.remark = Some(Remark::KilledAtDeadline);
         return Reading::Done(out);
@@ -179,11 +183,8 @@ fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
         out.remark = Some(Remark::HarnessExit { code });
         return Reading::Abnormal(out);
     }
-    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
     out.status = Status::Fail;
-    out.details = Details::all(format!(
-        "bcb: the sample's process exited with code {code} before the tests reported"
-    ));
+    out.details = Details::all(early_exit(code));
     out.remark = Some(Remark::EarlyExit { code });
     Reading::Done(out)
 }
@@ -282,6 +283,49 @@ mod tests {
         assert_eq!((o.status, o.flags.len()), (Status::Pass, 1));
         let o = done(HackPolicy::Off);
         assert_eq!((o.status, o.flags.len()), (Status::Pass, 0));
+    }
+
+    #[test]
+    fn a_scripts_run_decides_its_status_and_the_supervisors_kills_win() {
+        use super::read_script_result;
+        use crate::{Remark, ScriptEnd};
+        let msg = |v: serde_json::Value| serde_json::from_value::<ResultMsg>(v).unwrap();
+        let run = |end: &str, rc: serde_json::Value| {
+            serde_json::json!({"report": {"script": {"end": end, "execution_time": 0.2,
+                "return_code": rc, "stdout": "out", "stderr": "", "files": {}}}})
+        };
+        let read = |m: &ResultMsg| match read_script_result(m, 1.0) {
+            Reading::Done(o) => o,
+            Reading::Abnormal(o) => panic!("abnormal: {o:?}"),
+        };
+        let o = read(&msg(run("finished", 0.into())));
+        assert_eq!(
+            (o.status, o.script.unwrap().stdout.as_str()),
+            (Status::Pass, "out")
+        );
+        assert_eq!(
+            read(&msg(run("finished", (-11).into()))).status,
+            Status::Fail
+        );
+        assert_eq!(
+            read(&msg(run("time_limit_exceeded", serde_json::Value::Null))).status,
+            Status::Timeout
+        );
+        let mut late = run("finished", 0.into());
+        late["killed_at_deadline"] = true.into();
+        let o = read(&msg(late));
+        assert_eq!(
+            (o.status, o.remark),
+            (Status::Timeout, Some(Remark::KilledAtDeadline))
+        );
+        assert_eq!(o.script.unwrap().end, ScriptEnd::TimeLimitExceeded);
+        let o = read(&msg(serde_json::json!({"oom_killed": true, "signal": 9})));
+        let s = o.script.unwrap();
+        assert_eq!((o.status, s.return_code), (Status::Fail, Some(-9)));
+        assert!(matches!(
+            read_script_result(&msg(serde_json::json!({"signal": 9})), 1.0),
+            Reading::Abnormal(_)
+        ));
     }
 
     #[test]
