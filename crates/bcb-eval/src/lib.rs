@@ -12,6 +12,7 @@
 //! - `triage`: the steps before a sample runs (tamper scan, dedup groups, verdict cache),
 //!   shared by `session` and `warm`;
 //! - `shared_runs`: dedup across a warm session's submissions (runs in flight, verdicts kept);
+//! - `script`: script jobs (a program with stdin, `/run_code`) on a warm session's engine;
 //! - `assembly`: results in upstream's order and run reports (shared with `merge`);
 //! - `error`: [`SessionError`].
 //!
@@ -35,6 +36,7 @@ mod plan;
 pub mod priors;
 mod results;
 mod runner;
+mod script;
 mod session;
 mod settings;
 pub mod shard;
@@ -52,6 +54,7 @@ pub use limits::DEFAULT_BASE_TIMEOUT;
 pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
+pub use script::{ScriptRequest, ScriptSubmission, ScriptWait, SCRIPT_TASK_ID};
 pub use session::{GtMode, Request, Reuse, SampleRun, Session};
 pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};

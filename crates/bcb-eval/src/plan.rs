@@ -156,6 +156,7 @@ pub fn ground_truth_jobs<'a>(
                 test: task.test.as_str().into(),
                 entry_point: task.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(limit),
+                kind: bcb_execute::JobKind::Unittest,
                 expected_secs: previous
                     .expected_secs(&task.task_id)
                     .or_else(|| priors::expected_secs(&task.task_id)),
@@ -195,6 +196,7 @@ pub fn sample_jobs<'a>(
                 entry_point: task.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(limit),
                 // Likely sleepers count as most of their limit: they start first.
+                kind: bcb_execute::JobKind::Unittest,
                 expected_secs: crate::sleepers::expected_secs(&p.solution, base, limit),
             }
         })

@@ -224,6 +224,7 @@ mod tests {
             entry_point: "f".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,
+            kind: bcb_execute::JobKind::Unittest,
         }
     }
 

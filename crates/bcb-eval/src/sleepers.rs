@@ -107,6 +107,7 @@ mod tests {
             test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(100),
+            kind: bcb_execute::JobKind::Unittest,
             expected_secs: Some(1.0),
         };
         let mut jobs = vec![

@@ -329,6 +329,18 @@ impl Drop for WarmSession {
     }
 }
 
+/// What script jobs (`crate::script`) share with the session: its one engine, its retry
+/// policy. (Kept apart from the sample path above: scripts skip dedup, the cache, the sinks.)
+impl WarmSession {
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.inner.engine
+    }
+
+    pub(crate) fn retry_policy(&self) -> RetryPolicy {
+        self.inner.retry
+    }
+}
+
 /// The verdicts of one submission: `(index in the submission, verdict or the error that
 /// left it without one)`, in completion order. Blocking iterator; ends when every sample
 /// was answered. Dropping it cancels the jobs not yet started.

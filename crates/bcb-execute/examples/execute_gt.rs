@@ -52,6 +52,7 @@ fn main() -> anyhow::Result<()> {
                 test: t.test.as_str().into(),
                 entry_point: t.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(time_limit),
+                kind: bcb_execute::JobKind::Unittest,
                 expected_secs: None,
             }
         })

@@ -49,8 +49,33 @@ pub fn program_digest(code: &str) -> String {
     hex::encode(&sha2::Sha256::digest(code.as_bytes())[..12])
 }
 
-/// One program to run: `code + "\n" + test`, executed as module `__test__`, then `TestCases`
-/// loaded and run with unittest.
+/// What a job runs, and so what its [`crate::Outcome`] reports.
+#[derive(Debug, Clone, Default)]
+pub enum JobKind {
+    /// `code + "\n" + test` executed as module `__test__`, then `TestCases` loaded and run
+    /// with unittest: a verdict in upstream's terms.
+    #[default]
+    Unittest,
+    /// `code` alone run as a program (`python <file>.py`, so as `__main__`) with the given
+    /// stdin, `time_limit` as its wall limit: its output and return code are the result
+    /// ([`crate::ScriptRun`]). Never cached, never deduplicated (stdin, randomness).
+    Script(Arc<ScriptInput>),
+}
+
+/// What a script job gets besides its code.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScriptInput {
+    /// Written to the program's stdin, then closed.
+    pub stdin: String,
+    /// Files written into the program's working directory first: relative path -> bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Files (relative to the working directory) read back after the program ends.
+    pub fetch_files: Vec<String>,
+    /// A lower memory cap for this program in MB (never above the executor's own).
+    pub memory_mb: Option<u64>,
+}
+
+/// One program to run; [`JobKind`] says how (a unittest suite, or a script).
 #[derive(Debug, Clone)]
 pub struct Job {
     pub id: JobId,
@@ -65,11 +90,20 @@ pub struct Job {
     pub time_limit: Duration,
     /// Expected test time (ground truth or shipped priors): schedules the longest first.
     pub expected_secs: Option<f64>,
+    pub kind: JobKind,
 }
 
 impl Job {
     pub fn task_id(&self) -> &str {
         &self.id.task_id
+    }
+
+    /// The script's input, when this is a script job.
+    pub fn script(&self) -> Option<&ScriptInput> {
+        match &self.kind {
+            JobKind::Script(s) => Some(s),
+            JobKind::Unittest => None,
+        }
     }
 }
 

@@ -27,13 +27,13 @@ mod verdict;
 pub use error::ExecError;
 pub use hack::{HackClass, HackFlag, HackPolicy, REWARD_HACK};
 pub use intake::{JobSource, OnServed, Peek, Ticket};
-pub use job::{program_digest, Job, JobId, Limits, Program};
+pub use job::{program_digest, Job, JobId, JobKind, Limits, Program, ScriptInput};
 pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
     Protection,
 };
 pub use spec::{ExecutorSpec, LocalKind, Runtime};
-pub use verdict::{Details, Outcome, Remark, Status, ALL};
+pub use verdict::{Details, Outcome, Remark, ScriptEnd, ScriptRun, Status, ALL};
 
 /// Interpreter and limits every local backend needs.
 #[derive(Debug, Clone)]

@@ -60,6 +60,18 @@ impl<B: RemoteBackend> Executor for Chunked<B> {
     }
 
     fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
+        // Remote evaluators run unittest suites only: a script job is refused, never sent.
+        let (scripts, jobs): (Vec<Job>, Vec<Job>) =
+            jobs.into_iter().partition(|j| j.script().is_some());
+        for job in scripts {
+            let refused = ExecError::fatal(
+                format!("{}: script jobs run on the local backend only", self.backend.name()),
+                "serve /run_code from a bcb using the local executor (`--executor pool` or `process`)",
+            );
+            if done(job, Err(refused)).is_break() {
+                return Ok(());
+            }
+        }
         for chunk in self.chunks(jobs) {
             let mut results: HashMap<JobId, Result<Outcome, ExecError>> =
                 self.backend.run_chunk(&chunk).into_iter().collect();
@@ -190,6 +202,7 @@ mod tests {
             test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(secs),
+            kind: crate::JobKind::Unittest,
             expected_secs: None,
         }
     }

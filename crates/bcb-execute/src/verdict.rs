@@ -169,6 +169,11 @@ pub struct Outcome {
     /// policies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flags: Vec<crate::HackFlag>,
+    /// A script job's run (`JobKind::Script`): its output and return code. `status` then
+    /// says `pass` (ran to the end, return code 0), `fail` (another return code) or
+    /// `timeout` (killed at its wall limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Box<ScriptRun>>,
 }
 
 impl Outcome {
@@ -182,8 +187,40 @@ impl Outcome {
             cpu_secs: None,
             remark: None,
             flags: Vec::new(),
+            script: None,
         }
     }
+}
+
+/// How a script's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptEnd {
+    /// The program ended by itself (any return code, or killed by a signal of its own doing).
+    Finished,
+    /// The program was still running at its wall limit and was killed.
+    TimeLimitExceeded,
+}
+
+/// What a script job's program did, as the sandbox observed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptRun {
+    pub end: ScriptEnd,
+    /// Wall seconds from the program's start to its end (time frozen by the scheduler
+    /// excluded).
+    pub execution_time: f64,
+    /// The exit status (`-N` when killed by signal N); `None` when killed at the limit.
+    #[serde(default)]
+    pub return_code: Option<i32>,
+    /// Its output, each stream cut at the executor's output cap, decoded as UTF-8 (invalid
+    /// bytes replaced).
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    /// The fetched files that existed: path -> base64 content.
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
 }
 
 /// Why an executor remarks on a job: kills, harness faults, checks. Never part of the

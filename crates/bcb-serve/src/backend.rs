@@ -1,12 +1,13 @@
 //! What the HTTP side needs from the evaluation engine: submit samples, hear verdicts in
 //! completion order, cancel by dropping, read queue statistics. The one implementation used by
 //! `bcb serve` wraps bcb-eval's long-lived warm session (`warm.rs`); the server never calls an
-//! executor itself.
+//! executor itself, for samples or for the scripts of `/run_code`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bcb_eval::{GroundTruth, Origin, Settings};
+pub use bcb_eval::{ScriptRequest, ScriptWait};
 use bcb_execute::{ExecError, Outcome};
 
 /// The code of one sample, as the samples files carry it.
@@ -89,6 +90,12 @@ pub struct EngineContext {
     pub settings: Arc<Settings>,
 }
 
+/// One script in flight (`/run_code`): wait for its result; dropping it cancels the job if
+/// it has not started.
+pub trait ScriptJob: Send {
+    fn wait(&mut self, wait: Duration) -> ScriptWait;
+}
+
 /// The engine behind the server.
 pub trait Verdicts: Send + Sync {
     fn submit(
@@ -96,6 +103,16 @@ pub trait Verdicts: Send + Sync {
         samples: Vec<SubmitSample>,
         opts: SubmitOptions,
     ) -> Result<Box<dyn Submission>, SubmitError>;
+
+    /// Runs one program with stdin (a script job) on the same engine and sandbox as the
+    /// samples. An engine that runs none says so.
+    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
+        let _ = req;
+        Err(SubmitError::Other {
+            message: "this engine runs no scripts".into(),
+            hint: "serve /run_code from `bcb serve` with the local executor".into(),
+        })
+    }
 
     fn stats(&self) -> Stats;
 

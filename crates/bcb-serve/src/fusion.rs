@@ -1,6 +1,6 @@
 //! SandboxFusion's dataset API as far as BigCodeBench needs it (`/submit` with dataset
 //! `bigcodebench`, `/get_prompts`, `/list_ids`, `/list_datasets`), so its `sandbox-fusion`
-//! client and the RL loops built on it work unchanged. Verdicts are bcb's: the whole unittest
+//! client and the RL loops built on it work unchanged (its `/run_code` is `runcode`). Verdicts are bcb's: the whole unittest
 //! suite under upstream's rules, calibrated by default; one `EvalTestCase` for the suite, as
 //! SandboxFusion reports BigCodeBench.
 
@@ -304,17 +304,4 @@ async fn submit_inner(
             "cpu_secs": r.cpu_secs,
         },
     }))
-}
-
-/// `/run_code` runs an arbitrary stdin/stdout program; bcb's executor runs unittest suites
-/// only, so it is refused rather than run outside the sandboxed session.
-pub async fn run_code() -> Response {
-    json_response(
-        StatusCode::NOT_IMPLEMENTED,
-        &json!({
-            "status": "SandboxError",
-            "message": "run_code is not available in this bcb build: bcb serve runs BigCodeBench unittest suites",
-            "hint": "submit BigCodeBench answers with /submit or /v1/evaluate",
-        }),
-    )
 }

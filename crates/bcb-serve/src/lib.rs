@@ -4,8 +4,9 @@
 //! engine behind it ([`Verdicts`], the warm session after its ground-truth check) is set, and
 //! hands every sample of every request to that one engine: dedup, the verdict cache and fair
 //! sharing of the workers happen there. Endpoints: the native API (`/v1/evaluate`,
-//! `/v1/tasks`), SandboxFusion's dataset and run-code endpoints as far as BigCodeBench needs
-//! them (`fusion`), OpenRLHF's remote reward model (`openrlhf`), `/metrics`, `/openapi.json`.
+//! `/v1/tasks`), SandboxFusion's dataset endpoints as far as BigCodeBench needs them (`fusion`)
+//! and its `/run_code` for `python` (`runcode`: a script job on the same engine), OpenRLHF's
+//! remote reward model (`openrlhf`), `/metrics`, `/openapi.json`.
 //!
 //! Load and faults: samples admitted but not answered are bounded (`queue_limit`; past it a
 //! 429 with `Retry-After`); each request has a deadline; a client that goes away cancels its
@@ -33,12 +34,13 @@ mod fusion;
 mod metrics;
 mod openrlhf;
 mod run;
+mod runcode;
 mod upstream;
 pub mod warm;
 
 pub use backend::{
-    Code, EngineContext, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample,
-    Verdicts,
+    Code, EngineContext, Next, ScriptJob, ScriptRequest, ScriptWait, Stats, Submission,
+    SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 pub use catalog::Catalog;
 pub use error::ApiError;
@@ -179,7 +181,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/list_datasets",
             get(fusion::list_datasets).post(fusion::list_datasets),
         )
-        .route("/run_code", post(fusion::run_code))
+        .route("/run_code", post(runcode::run_code))
         .route("/openrlhf", post(openrlhf::reward))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth));
     open.merge(guarded)

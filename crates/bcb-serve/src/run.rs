@@ -53,13 +53,13 @@ pub enum Item {
 }
 
 /// Releases admitted samples from the bounded queue as they are answered or dropped.
-struct Admission {
+pub(crate) struct Admission {
     state: Arc<AppState>,
     held: usize,
 }
 
 impl Admission {
-    fn take(state: &Arc<AppState>, n: usize) -> Result<Admission, ApiError> {
+    pub(crate) fn take(state: &Arc<AppState>, n: usize) -> Result<Admission, ApiError> {
         let limit = state.cfg.queue_limit;
         if n > limit {
             return Err(ApiError::new(
@@ -181,19 +181,27 @@ pub async fn start(
     });
     match ready_rx.await {
         Ok(Ok(())) => Ok(rx),
-        Ok(Err(SubmitError::UnknownTasks(ids))) => Err(ApiError::bad_request(format!(
-            "unknown task id(s): {}",
-            ids.join(", ")
-        ))
-        .with_task_ids(ids)),
-        Ok(Err(SubmitError::Closed)) => {
-            Err(ApiError::unavailable("the server is shutting down", 1)
-                .hint("send the request to another replica"))
-        }
-        Ok(Err(SubmitError::Other { message, hint })) => Err(ApiError::unavailable(message, 5)
-            .hint(hint)
-            .with_task_ids(ids_for_error)),
+        Ok(Err(e)) => Err(refusal(e, ids_for_error)),
         Err(_) => Err(ApiError::unavailable("the submission thread stopped", 1)),
+    }
+}
+
+/// A submission the engine refused before anything ran, as the client hears it.
+pub(crate) fn refusal(e: SubmitError, task_ids: Vec<String>) -> ApiError {
+    match e {
+        SubmitError::UnknownTasks(ids) => {
+            ApiError::bad_request(format!("unknown task id(s): {}", ids.join(", ")))
+                .with_task_ids(ids)
+        }
+        SubmitError::Closed => ApiError::unavailable("the server is shutting down", 1)
+            .hint("send the request to another replica"),
+        SubmitError::Other { message, hint } => {
+            let e = ApiError::unavailable(message, 5).hint(hint);
+            match task_ids.is_empty() {
+                true => e,
+                false => e.with_task_ids(task_ids),
+            }
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use bcb_eval::{SessionError, WarmSession};
 use bcb_samples::SampleBody;
 
 use crate::backend::{
-    Code, EngineContext, Next, Stats, Submission, SubmitError, SubmitOptions, SubmitSample,
-    Verdict, Verdicts,
+    Code, EngineContext, Next, ScriptJob, ScriptRequest, ScriptWait, Stats, Submission,
+    SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
 };
 
 pub struct WarmVerdicts {
@@ -59,6 +59,14 @@ impl Submission for WarmSubmission {
     }
 }
 
+struct WarmScript(bcb_eval::ScriptSubmission);
+
+impl ScriptJob for WarmScript {
+    fn wait(&mut self, wait: Duration) -> ScriptWait {
+        self.0.wait(wait)
+    }
+}
+
 impl Verdicts for WarmVerdicts {
     fn submit(
         &self,
@@ -94,6 +102,19 @@ impl Verdicts for WarmVerdicts {
             })?;
         let left = sub.len();
         Ok(Box::new(WarmSubmission { sub, left }))
+    }
+
+    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
+        let guard = self.session.read().unwrap();
+        let session = guard.as_ref().ok_or(SubmitError::Closed)?;
+        let sub = session.submit_script(req).map_err(|e| match e {
+            SessionError::Closed => SubmitError::Closed,
+            other => SubmitError::Other {
+                message: other.to_string(),
+                hint: "see the server's log".into(),
+            },
+        })?;
+        Ok(Box::new(WarmScript(sub)))
     }
 
     fn stats(&self) -> Stats {

@@ -461,3 +461,140 @@ async fn upstream_answers_need_an_engine_that_gives_its_ground_truth_and_limits(
     assert!(v["error"].as_str().unwrap().contains("upstream"), "{v}");
     assert!(v["hint"].is_string(), "{v}");
 }
+
+#[tokio::test]
+async fn run_code_answers_in_sandbox_fusions_shape_and_refuses_bad_fields() {
+    let s = start(|_| {}, true).await;
+    let c = reqwest::Client::new();
+    let post = |v: serde_json::Value| c.post(format!("{}/run_code", s.url)).json(&v).send();
+    // verl's request shape.
+    let verl = |code: &str| {
+        serde_json::json!({"compile_timeout": 10, "run_timeout": 5, "code": code, "stdin": "1 2\n",
+            "memory_limit_MB": 1024, "language": "python", "files": {}, "fetch_files": []})
+    };
+    let v: serde_json::Value = post(verl("PASS")).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"status": "Success", "message": "", "compile_result": null,
+            "run_result": {"status": "Finished", "execution_time": 0.5, "return_code": 0,
+                "stdout": "1 2\n", "stderr": "files: 0"},
+            "executor_pod_name": null, "files": {}})
+    );
+    let v: serde_json::Value = post(verl("exit 1")).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        (
+            v["status"].as_str(),
+            v["run_result"]["return_code"].as_i64()
+        ),
+        (Some("Failed"), Some(1))
+    );
+    let v: serde_json::Value = post(verl("TLE")).await.unwrap().json().await.unwrap();
+    assert_eq!(v["status"], "Failed");
+    assert_eq!(v["run_result"]["status"], "TimeLimitExceeded");
+    assert!(v["run_result"]["return_code"].is_null());
+    let v: serde_json::Value = post(verl("LOST")).await.unwrap().json().await.unwrap();
+    assert_eq!(v["status"], "SandboxError");
+    assert!(v["message"].as_str().unwrap().contains("early exit"), "{v}");
+    assert!(v["run_result"].is_null());
+    // The minimal request (SandboxFusion's defaults) with files in and out.
+    let v: serde_json::Value = post(serde_json::json!({"code": "PASS", "language": "python",
+            "files": {"a/b.txt": "aGk=", "skip.txt": null}, "fetch_files": ["out.bin"]}))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(v["run_result"]["stderr"], "files: 1");
+    assert_eq!(v["files"], serde_json::json!({"out.bin": "AAH/"}));
+
+    let res = post(verl("FAULT")).await.unwrap();
+    assert_eq!(res.status(), 503);
+    let e: serde_json::Value = res.json().await.unwrap();
+    assert!(e["hint"].is_string(), "{e}");
+
+    let executed = s.engine.executed.load(Ordering::SeqCst);
+    let bad = [
+        (
+            serde_json::json!({"code": "x", "language": "cpp"}),
+            "field `language`",
+        ),
+        (serde_json::json!({"code": "x"}), "language"),
+        (
+            serde_json::json!({"code": "x", "language": "python", "run_timeout": -1}),
+            "field `run_timeout`",
+        ),
+        (
+            serde_json::json!({"code": "x", "language": "python", "run_timeout": 1e9}),
+            "field `run_timeout`",
+        ),
+        (
+            serde_json::json!({"code": "x", "language": "python", "files": {"../x": "aGk="}}),
+            "field `files`",
+        ),
+        (
+            serde_json::json!({"code": "x", "language": "python", "files": {"/etc/x": "aGk="}}),
+            "field `files`",
+        ),
+        (
+            serde_json::json!({"code": "x", "language": "python", "files": {"x": "%%%"}}),
+            "field `files.x`",
+        ),
+        (
+            serde_json::json!({"code": "x", "language": "python", "fetch_files": ["/etc/shadow"]}),
+            "field `fetch_files`",
+        ),
+    ];
+    for (req, needle) in bad {
+        let res = post(req.clone()).await.unwrap();
+        assert_eq!(res.status(), 400, "{req}");
+        let v: serde_json::Value = res.json().await.unwrap();
+        let err = v["error"].as_str().unwrap();
+        assert!(err.contains(needle), "{needle} not in {err}");
+    }
+    assert_eq!(
+        s.engine.executed.load(Ordering::SeqCst),
+        executed,
+        "nothing ran for a bad request"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
+    let s = start(
+        |c| {
+            c.queue_limit = 1;
+            c.token = Some("t0k".into());
+        },
+        true,
+    )
+    .await;
+    let c = reqwest::Client::new();
+    let req = serde_json::json!({"code": "SLEEP 400 PASS", "language": "python"});
+    let res = c
+        .post(format!("{}/run_code", s.url))
+        .json(&req)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let slow = c
+        .post(format!("{}/run_code", s.url))
+        .bearer_auth("t0k")
+        .json(&req)
+        .send();
+    let slow = tokio::spawn(slow);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let res = c
+        .post(format!("{}/run_code", s.url))
+        .bearer_auth("t0k")
+        .json(&req)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429);
+    assert!(res.headers().get("retry-after").is_some());
+    let res = slow.await.unwrap().unwrap();
+    assert_eq!(res.status(), 200);
+    s.shutdown().await;
+}

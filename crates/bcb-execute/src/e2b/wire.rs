@@ -90,6 +90,7 @@ pub fn run_jobs_file(executor: &dyn Executor, jobs: &Path, out: &Path) -> anyhow
                 test: j.test.into(),
                 entry_point: j.entry_point,
                 time_limit: Duration::from_secs_f64(j.time_limit_secs),
+                kind: crate::JobKind::Unittest,
                 expected_secs: j.expected_secs,
             })
         })

@@ -10,7 +10,7 @@ use super::process::{run_cold, setup_failure, Base};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec, PRELOAD};
-use super::verdict::{read_result, slot_failure, Reading};
+use super::verdict::{read_job_result, slot_failure, Reading};
 use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome, Remark};
 
@@ -115,21 +115,23 @@ impl PoolExecutor {
         }
         let slot = w.slot.as_mut().expect("slot present");
         match slot.run(job, seat) {
-            Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
-                Reading::Done(o) => Ok(o),
-                Reading::Abnormal(first) => {
-                    let mut o = run_cold(&w.cold, job, seat)?;
-                    let after = first.remark.unwrap_or(Remark::Other {
-                        text: "an abnormal reading".into(),
-                    });
-                    o.remark = Some(Remark::RetriedCold {
-                        after: Box::new(after),
-                        then: o.remark.take().map(Box::new),
-                    });
-                    o.wall_secs = start.elapsed().as_secs_f64();
-                    Ok(o)
+            Ok(msg) => {
+                match read_job_result(job, &msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
+                    Reading::Done(o) => Ok(o),
+                    Reading::Abnormal(first) => {
+                        let mut o = run_cold(&w.cold, job, seat)?;
+                        let after = first.remark.unwrap_or(Remark::Other {
+                            text: "an abnormal reading".into(),
+                        });
+                        o.remark = Some(Remark::RetriedCold {
+                            after: Box::new(after),
+                            then: o.remark.take().map(Box::new),
+                        });
+                        o.wall_secs = start.elapsed().as_secs_f64();
+                        Ok(o)
+                    }
                 }
-            },
+            }
             Err(f) => {
                 w.slot = None;
                 slot_failure(&f, start.elapsed().as_secs_f64())

@@ -11,7 +11,7 @@ use super::freeze::Seat;
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
-use super::verdict::{read_result, slot_failure, Reading};
+use super::verdict::{read_job_result, slot_failure, Reading};
 use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
@@ -154,9 +154,11 @@ pub(crate) fn run_cold(spec: &SlotSpec, job: &Job, seat: &Seat) -> Result<Outcom
     let mut slot =
         Slot::spawn_for(spec, Some(seat)).map_err(|e| ExecError::transient(format!("{e:#}")))?;
     let out = match slot.run(job, seat) {
-        Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), spec.cfg.hacks) {
-            Reading::Done(o) | Reading::Abnormal(o) => o,
-        },
+        Ok(msg) => {
+            match read_job_result(job, &msg, start.elapsed().as_secs_f64(), spec.cfg.hacks) {
+                Reading::Done(o) | Reading::Abnormal(o) => o,
+            }
+        }
         Err(f) => slot_failure(&f, start.elapsed().as_secs_f64())?,
     };
     drop(slot);

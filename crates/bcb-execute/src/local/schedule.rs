@@ -574,6 +574,7 @@ mod tests {
             test: "".into(),
             entry_point: "task_func".into(),
             time_limit: Duration::from_secs(1),
+            kind: crate::JobKind::Unittest,
             expected_secs: None,
         }
     }

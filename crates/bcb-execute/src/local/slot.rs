@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::freeze::{Freezable, Seat};
 use super::sandbox::{thaw_cgroup, Isolation};
-use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits};
+use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
 use crate::{ExecConfig, Job};
 
 pub(crate) const HARNESS: &str = include_str!("harness.py");
@@ -379,6 +379,7 @@ impl Slot {
             code: &job.code,
             test: &job.test,
             time_limit: job.time_limit.as_secs_f64(),
+            script: job.script().map(WireScript::new),
         })
         .map_err(|e| {
             self.kill();

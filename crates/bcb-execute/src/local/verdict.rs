@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::slot::SlotFailure;
 use super::wire::{Report, ResultMsg};
-use crate::{Details, ExecError, HackPolicy, Outcome, Remark, Status};
+use crate::{
+    Details, ExecError, HackPolicy, Job, JobKind, Outcome, Remark, ScriptEnd, ScriptRun, Status,
+};
 
 /// bcb's details text for a sample killed by the memory limit (reports classify on it).
 pub const MEMORY_LIMIT: &str = "bcb: killed by the memory limit";
@@ -64,8 +66,79 @@ fn stable_harness_path(trace: &str) -> String {
     out
 }
 
+/// The result of `job`: a script's run, or a unittest verdict under the rules above.
+pub(crate) fn read_job_result(job: &Job, msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
+    match &job.kind {
+        JobKind::Unittest => read_result(msg, wall, hacks),
+        JobKind::Script(_) => read_script_result(msg, wall),
+    }
+}
+
+/// A script job's result: what the program did, as the runner inside the sandbox saw it
+/// (its output and return code are the program's own to choose, so nothing there needs
+/// trusting); the supervisor's kill at the deadline or the memory limit when no report came.
+fn read_script_result(msg: &ResultMsg, wall: f64) -> Reading {
+    let mut out = Outcome::new(Status::Timeout, Details::new());
+    out.wall_secs = wall;
+    out.cpu_secs = msg.cpu_secs;
+    let report = msg.report.as_ref();
+    let run = report
+        .and_then(|r| r.get("script"))
+        .and_then(|v| serde_json::from_value::<ScriptRun>(v.clone()).ok());
+    if let Some(mut run) = run {
+        if msg.killed_at_deadline {
+            // The supervisor's own deadline (limit + grace) came first.
+            run.end = ScriptEnd::TimeLimitExceeded;
+            run.return_code = None;
+            out.remark = Some(Remark::KilledAtDeadline);
+        }
+        out.status = match (run.end, run.return_code) {
+            (ScriptEnd::TimeLimitExceeded, _) => Status::Timeout,
+            (ScriptEnd::Finished, Some(0)) => Status::Pass,
+            (ScriptEnd::Finished, _) => Status::Fail,
+        };
+        out.test_secs = Some(run.execution_time);
+        out.script = Some(Box::new(run));
+        return Reading::Done(out);
+    }
+    if let Some(err) = report.and_then(Report::parse).and_then(|r| r.harness_error) {
+        out.status = Status::Fail;
+        out.remark = Some(Remark::HarnessError { message: err });
+        return Reading::Abnormal(out);
+    }
+    let ended = |end, return_code, stderr: &str| {
+        Some(Box::new(ScriptRun {
+            end,
+            execution_time: wall,
+            return_code,
+            stdout: String::new(),
+            stderr: stderr.to_string(),
+            files: Default::default(),
+        }))
+    };
+    // The runner ended before reporting (the program killed it): no run to show.
+    let early =
+        |code| format!("bcb: the script's runner exited with code {code} before it reported");
+    match without_report(msg, out, early) {
+        Reading::Done(mut o) => {
+            match o.remark {
+                Some(Remark::KilledAtDeadline) => {
+                    o.script = ended(ScriptEnd::TimeLimitExceeded, None, "");
+                }
+                Some(Remark::KilledByMemoryLimit) => {
+                    o.status = Status::Fail;
+                    o.script = ended(ScriptEnd::Finished, Some(-libc::SIGKILL), MEMORY_LIMIT);
+                }
+                _ => {}
+            }
+            Reading::Done(o)
+        }
+        abnormal => abnormal,
+    }
+}
+
 /// Applies the rules to one result message; `wall` is the executor's own measure.
-pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
+fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Reading {
     let mut out = Outcome::new(Status::Timeout, Details::new());
     out.wall_secs = wall;
     out.cpu_secs = msg.cpu_secs;
@@ -78,7 +151,20 @@ pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Read
             abnormal => abnormal,
         };
     }
-    // No report: killed or exited before reporting.
+    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
+    let early = |code| {
+        format!("bcb: the sample's process exited with code {code} before the tests reported")
+    };
+    without_report(msg, out, early)
+}
+
+/// No report came: killed (at the deadline, by the memory limit, by a signal), or the process
+/// exited before reporting (its harness failing, or early: `early_exit` says so in the details).
+fn without_report(
+    msg: &ResultMsg,
+    mut out: Outcome,
+    early_exit: impl FnOnce(i32) -> String,
+) -> Reading {
     if msg.killed_at_deadline {
         out.remark = Some(Remark::KilledAtDeadline);
         return Reading::Done(out);
@@ -97,11 +183,8 @@ pub(crate) fn read_result(msg: &ResultMsg, wall: f64, hacks: HackPolicy) -> Read
         out.remark = Some(Remark::HarnessExit { code });
         return Reading::Abnormal(out);
     }
-    // The sample ended its own process early (os._exit, exit in a thread...): never a pass.
     out.status = Status::Fail;
-    out.details = Details::all(format!(
-        "bcb: the sample's process exited with code {code} before the tests reported"
-    ));
+    out.details = Details::all(early_exit(code));
     out.remark = Some(Remark::EarlyExit { code });
     Reading::Done(out)
 }
@@ -200,6 +283,49 @@ mod tests {
         assert_eq!((o.status, o.flags.len()), (Status::Pass, 1));
         let o = done(HackPolicy::Off);
         assert_eq!((o.status, o.flags.len()), (Status::Pass, 0));
+    }
+
+    #[test]
+    fn a_scripts_run_decides_its_status_and_the_supervisors_kills_win() {
+        use super::read_script_result;
+        use crate::{Remark, ScriptEnd};
+        let msg = |v: serde_json::Value| serde_json::from_value::<ResultMsg>(v).unwrap();
+        let run = |end: &str, rc: serde_json::Value| {
+            serde_json::json!({"report": {"script": {"end": end, "execution_time": 0.2,
+                "return_code": rc, "stdout": "out", "stderr": "", "files": {}}}})
+        };
+        let read = |m: &ResultMsg| match read_script_result(m, 1.0) {
+            Reading::Done(o) => o,
+            Reading::Abnormal(o) => panic!("abnormal: {o:?}"),
+        };
+        let o = read(&msg(run("finished", 0.into())));
+        assert_eq!(
+            (o.status, o.script.unwrap().stdout.as_str()),
+            (Status::Pass, "out")
+        );
+        assert_eq!(
+            read(&msg(run("finished", (-11).into()))).status,
+            Status::Fail
+        );
+        assert_eq!(
+            read(&msg(run("time_limit_exceeded", serde_json::Value::Null))).status,
+            Status::Timeout
+        );
+        let mut late = run("finished", 0.into());
+        late["killed_at_deadline"] = true.into();
+        let o = read(&msg(late));
+        assert_eq!(
+            (o.status, o.remark),
+            (Status::Timeout, Some(Remark::KilledAtDeadline))
+        );
+        assert_eq!(o.script.unwrap().end, ScriptEnd::TimeLimitExceeded);
+        let o = read(&msg(serde_json::json!({"oom_killed": true, "signal": 9})));
+        let s = o.script.unwrap();
+        assert_eq!((o.status, s.return_code), (Status::Fail, Some(-9)));
+        assert!(matches!(
+            read_script_result(&msg(serde_json::json!({"signal": 9})), 1.0),
+            Reading::Abnormal(_)
+        ));
     }
 
     #[test]

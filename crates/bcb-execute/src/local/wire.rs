@@ -48,6 +48,38 @@ pub(crate) struct JobRequest<'a> {
     pub code: &'a str,
     pub test: &'a str,
     pub time_limit: f64,
+    /// Present for a script job: run `code` as a program instead of a unittest suite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<WireScript<'a>>,
+}
+
+/// A script job's input as the harness reads it (file contents in base64).
+#[derive(Serialize)]
+pub(crate) struct WireScript<'a> {
+    pub stdin: &'a str,
+    pub files: BTreeMap<&'a str, String>,
+    pub fetch_files: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+}
+
+impl<'a> WireScript<'a> {
+    pub fn new(input: &'a crate::ScriptInput) -> WireScript<'a> {
+        use base64::Engine;
+        WireScript {
+            stdin: &input.stdin,
+            files: input
+                .files
+                .iter()
+                .map(|(path, bytes)| {
+                    let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+                    (path.as_str(), text)
+                })
+                .collect(),
+            fetch_files: &input.fetch_files,
+            memory_mb: input.memory_mb,
+        }
+    }
 }
 
 #[derive(Serialize)]

@@ -43,6 +43,7 @@ pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job 
         test: test.into(),
         entry_point: "task_func".into(),
         time_limit: Duration::from_secs_f64(secs),
+        kind: bcb_execute::JobKind::Unittest,
         expected_secs: None,
     }
 }

@@ -1,7 +1,9 @@
 //! A FAKE engine (a scripted `Verdicts`) and an in-process server around it, shared by the
 //! HTTP tests. The fake runs a submission's samples one after another, shortest first, each
 //! sleeping the milliseconds its code names (`SLEEP 200`); code containing `PASS` passes,
-//! `FAULT` gets an executor error, anything else fails one test.
+//! `FAULT` gets an executor error, anything else fails one test. Its scripts (`/run_code`) echo
+//! their stdin to stdout: `PASS` exits 0, `TLE` hits the time limit, `LOST` leaves no run to
+//! show, `FAULT` is an executor error, anything else exits 1.
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -11,10 +13,10 @@ use std::time::Duration;
 
 use bcb_dataset::{Dataset, Split, Subset};
 use bcb_eval::Origin;
-use bcb_execute::{Details, ExecError, Outcome, Status};
+use bcb_execute::{Details, ExecError, Outcome, Remark, ScriptEnd, ScriptRun, Status};
 use bcb_serve::{
-    AppState, Catalog, Code, Next, ServeConfig, Stats, Submission, SubmitError, SubmitOptions,
-    SubmitSample, Verdicts,
+    AppState, Catalog, Code, Next, ScriptJob, ScriptRequest, ScriptWait, ServeConfig, Stats,
+    Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 
 #[derive(Default)]
@@ -109,11 +111,60 @@ impl Verdicts for FakeEngine {
         Ok(Box::new(FakeSubmission { rx, stop }))
     }
 
+    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
+        self.executed.fetch_add(1, Ordering::SeqCst);
+        let code = req.code.as_str();
+        let result = if code.contains("FAULT") {
+            Err(ExecError::fatal(
+                "the pool's workers died",
+                "run `bcb env check`",
+            ))
+        } else if code.contains("LOST") {
+            let mut o = Outcome::new(Status::Fail, Details::all("runner gone"));
+            o.remark = Some(Remark::EarlyExit { code: 9 });
+            Ok(o)
+        } else {
+            let (end, rc, status) = match () {
+                _ if code.contains("TLE") => (ScriptEnd::TimeLimitExceeded, None, Status::Timeout),
+                _ if code.contains("PASS") => (ScriptEnd::Finished, Some(0), Status::Pass),
+                _ => (ScriptEnd::Finished, Some(1), Status::Fail),
+            };
+            let mut o = Outcome::new(status, Details::new());
+            o.script = Some(Box::new(ScriptRun {
+                end,
+                execution_time: 0.5,
+                return_code: rc,
+                stdout: req.input.stdin.clone(),
+                stderr: format!("files: {}", req.input.files.len()),
+                files: req
+                    .input
+                    .fetch_files
+                    .iter()
+                    .map(|f| (f.clone(), "AAH/".to_string()))
+                    .collect(),
+            }));
+            Ok(o)
+        };
+        std::thread::sleep(Duration::from_millis(sleep_ms(code)));
+        Ok(Box::new(FakeScript(Some(result))))
+    }
+
     fn stats(&self) -> Stats {
         Stats::default()
     }
 
     fn close(&self) {}
+}
+
+struct FakeScript(Option<Result<Outcome, ExecError>>);
+
+impl ScriptJob for FakeScript {
+    fn wait(&mut self, _wait: Duration) -> ScriptWait {
+        match self.0.take() {
+            Some(r) => ScriptWait::Done(r),
+            None => ScriptWait::Gone,
+        }
+    }
 }
 
 fn verdict(status: Status, details: Details) -> bcb_serve::backend::Verdict {
