@@ -114,28 +114,53 @@ impl PoolExecutor {
             }
         }
         let slot = w.slot.as_mut().expect("slot present");
+        let sent = Instant::now();
         match slot.run(job, seat) {
-            Ok(msg) => match read_result(&msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
-                Reading::Done(o) => Ok(o),
-                Reading::Abnormal(first) => {
-                    let mut o = run_cold(&w.cold, job, seat)?;
-                    let after = first.remark.unwrap_or(Remark::Other {
-                        text: "an abnormal reading".into(),
-                    });
-                    o.remark = Some(Remark::RetriedCold {
-                        after: Box::new(after),
-                        then: o.remark.take().map(Box::new),
-                    });
-                    o.wall_secs = start.elapsed().as_secs_f64();
-                    Ok(o)
+            Ok(msg) => {
+                log_stages(&msg, sent.elapsed());
+                match read_result(&msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
+                    Reading::Done(o) => Ok(o),
+                    Reading::Abnormal(first) => {
+                        let mut o = run_cold(&w.cold, job, seat)?;
+                        let after = first.remark.unwrap_or(Remark::Other {
+                            text: "an abnormal reading".into(),
+                        });
+                        o.remark = Some(Remark::RetriedCold {
+                            after: Box::new(after),
+                            then: o.remark.take().map(Box::new),
+                        });
+                        o.wall_secs = start.elapsed().as_secs_f64();
+                        Ok(o)
+                    }
                 }
-            },
+            }
             Err(f) => {
                 w.slot = None;
                 slot_failure(&f, start.elapsed().as_secs_f64())
             }
         }
     }
+}
+
+/// Target of the per-job stage breakdown (`BCB_LOG=bcb_execute::stages=debug`).
+const STAGES: &str = "bcb_execute::stages";
+
+/// One debug line per warm job: the slot round trip and the harness's stage timestamps, in ms
+/// (read by bench/serve-breakdown.sh).
+fn log_stages(msg: &super::wire::ResultMsg, round_trip: std::time::Duration) {
+    if !tracing::enabled!(target: STAGES, tracing::Level::DEBUG) {
+        return;
+    }
+    let mut ms: std::collections::BTreeMap<&str, f64> = msg
+        .stages
+        .iter()
+        .map(|(k, v)| (k.as_str(), (v * 1e4).round() / 10.0))
+        .collect();
+    ms.insert(
+        "round_trip",
+        (round_trip.as_secs_f64() * 1e4).round() / 10.0,
+    );
+    tracing::debug!(target: STAGES, "stages {}", serde_json::to_string(&ms).unwrap_or_default());
 }
 
 impl PoolExecutor {

@@ -103,6 +103,10 @@ pub(crate) struct ResultMsg {
     /// the channel carried it as it happened.
     #[serde(default)]
     pub hacks: Vec<crate::HackFlag>,
+    /// Where the job's time went inside the slot: stage name -> seconds since the supervisor
+    /// read the job line (`child_*`: the sample process's own clock, untrusted). Logged only.
+    #[serde(default)]
+    pub stages: BTreeMap<String, f64>,
 }
 
 /// The sample process's own report.
