@@ -72,7 +72,8 @@ pub(crate) enum Event {
         #[serde(default)]
         pid: Option<i32>,
     },
-    Result(ResultMsg),
+    /// Boxed: far larger than the other events, which travel in the same channel.
+    Result(Box<ResultMsg>),
 }
 
 /// The supervisor's account of one sample. Everything but `report` is the supervisor's own
