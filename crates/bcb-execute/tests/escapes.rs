@@ -259,6 +259,29 @@ fn escape_6_no_state_between_samples_of_a_slot() {
     }
 }
 
+#[test]
+fn escape_6b_a_sample_forked_ahead_holds_only_its_report_pipes() {
+    if python().is_none() {
+        return;
+    }
+    // A slot forks and isolates each sample's process before its job comes, and hands the
+    // job over a third pipe: that one is closed before the sample's code exists, so the
+    // sample holds exactly two pipes (report and key), in every sample of a slot.
+    let code = probe(
+        "pipes of a sample forked ahead",
+        "    fifos = []\n    for fd in range(3, 4096):\n        try:\n            if stat.S_ISFIFO(os.fstat(fd).st_mode):\n                fifos.append(fd)\n        except OSError:\n            pass\n    if len(fifos) != 2:\n        hits.append('%d pipes open: %s' % (len(fifos), fifos))\n",
+    );
+    let codes = vec![code; 3];
+    for kind in ["pool", "process"] {
+        for (i, o) in run_with(kind, host_isolation(), &codes, 1)
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(o.status, Status::Pass, "{kind} sample {i}: {}", leaks(o));
+        }
+    }
+}
+
 /// Harness-aware forgeries: each sample's `task_func` is wrong (returns 0, the test wants 1)
 /// and tries to get a `pass` anyway.
 fn forgeries() -> Vec<(&'static str, String)> {

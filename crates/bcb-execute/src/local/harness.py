@@ -23,7 +23,7 @@
 #   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
 #              {event: "started", key, pid}
 #              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
-#               killed_at_deadline, oom_killed?, integrity?, report?}
+#               killed_at_deadline, oom_killed?, integrity?, report?, stages}
 #   report (written by the sample's process on its private channel, untrusted):
 #              {status, details, test_secs, ran, skipped, integrity?} or {harness_error}
 #   isolation also carries uid_switch (host root: the sample drops to uid/gid 65534); the
@@ -1432,6 +1432,7 @@ def run_sample(job, cfg, base, emit=None):
     frozen_clock, clock_read = FROZEN_CLOCK, frozen_clock_read
     umods, uclasses = unittest_modules(unittest)
     limits = cfg["limits"]
+    stamps = job.get("stamps", {})
     sink = make_sink_class()()
     sink.cap = int(limits.get("output_cap_bytes") or 65536)
     first_test_line = job["code"].count("\n") + 2
@@ -1504,7 +1505,9 @@ def run_sample(job, cfg, base, emit=None):
         with guard.swallow_io():
             if emit is not None:
                 emit({"acct": "begin"})
+            stamps["prepared"] = time.monotonic()
             exec(compile(full_code, "__test__.py", "exec"), module.__dict__)
+            stamps["module"] = time.monotonic()
             sys.modules["__test__"] = module
             TestCases = getattr(module, "TestCases")
             loader = unittest.TestLoader()
@@ -1542,6 +1545,7 @@ def run_sample(job, cfg, base, emit=None):
                 alarm_fired.append(time.time())
                 raise TimeoutException("Timed out!")
 
+            stamps["tests"] = time.monotonic()
             start = time.time()
             signal.setitimer(signal.ITIMER_REAL, float(job["time_limit"]))
             signal.signal(signal.SIGALRM, on_alarm)
@@ -1550,6 +1554,7 @@ def run_sample(job, cfg, base, emit=None):
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             result["test_secs"] = time.time() - start
+            stamps["tests_end"] = time.monotonic()
             if emit is not None:
                 emit({"acct": "end"})
         for test, trace in test_result.failures + test_result.errors:
@@ -1826,22 +1831,51 @@ def close_all_but(keep):
                 pass  # the listing's own fd, already gone
 
 
-def child_main(job, cfg, wfd, kfd, base):
+def read_job(fd):
+    """The job the supervisor hands a pre-forked child: one JSON object, then end of file."""
+    data = bytearray()
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    return json.loads(data)
+
+
+def prefault():
+    """Walks what the integrity snapshots walk, once, before the job comes: a forked child's
+    first touch of each inherited object copies its page (refcounts are writes), thousands of
+    pages here, which would otherwise land on the job's path. Results are thrown away; the
+    snapshots that count are taken again in `run_sample`, with the job."""
+    import unittest
+
+    harness_snapshot(globals())
+    unittest_snapshot(*unittest_modules(unittest))
+    compare_snapshot()
+
+
+def child_main(cfg, wfd, kfd, jfd, base):
+    """A sample's process: isolates itself first (while the slot is idle: see `Forked`),
+    then waits for its job on `jfd` and runs it."""
     # Captured before the sample exists: the report path uses only these locals.
     encode, write, read, exit_ = make_report_encoder(), os.write, os.read, os._exit
+    stamps = {"child": time.monotonic()}
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         # The report fd and the key fd move to numbers the sample cannot predict; every other
-        # descriptor closes.
-        rep = random_fd({0, 1, 2, wfd, kfd})
+        # descriptor closes (the job fd too, once the job is read).
+        rep = random_fd({0, 1, 2, wfd, kfd, jfd})
         os.dup2(wfd, rep, inheritable=False)
-        key = random_fd({0, 1, 2, wfd, kfd, rep})
+        key = random_fd({0, 1, 2, wfd, kfd, jfd, rep})
         os.dup2(kfd, key, inheritable=False)
-        close_all_but({0, 1, 2, rep, key})
-        del wfd, kfd
+        job_in = random_fd({0, 1, 2, wfd, kfd, jfd, rep, key})
+        os.dup2(jfd, job_in, inheritable=False)
+        close_all_but({0, 1, 2, rep, key, job_in})
+        del wfd, kfd, jfd
         base = isolate_child(cfg, base)
         os.environ.clear()
         os.environ.update(cfg["env"])
@@ -1860,10 +1894,16 @@ def child_main(job, cfg, wfd, kfd, base):
         np = sys.modules.get("numpy")
         if np is not None:
             np.random.seed(int.from_bytes(os.urandom(4), "little"))
+        emit = make_emitter(encode, write, rep) if cfg.get("hacks") else None
+        stamps["isolated"] = time.monotonic()
+        prefault()
+        stamps["prefaulted"] = time.monotonic()
+        job = read_job(job_in)
+        stamps["job"] = time.monotonic()
+        job["stamps"] = stamps
         if job.get("script") is not None:
             res = run_script(job, cfg, base)
         else:
-            emit = make_emitter(encode, write, rep) if cfg.get("hacks") else None
             res = run_sample(job, cfg, base, emit)
         # The nonce exists in this process only from here on: the supervisor wrote it into the
         # key pipe after the fork. A sample that read it first leaves nothing to read.
@@ -1873,6 +1913,8 @@ def child_main(job, cfg, wfd, kfd, base):
         except OSError:
             pass
         res["nonce"] = nonce.decode("ascii", "replace")
+        stamps["report"] = time.monotonic()
+        res["stamps"] = stamps
         if not nonce:
             res["integrity"] = "the report key was consumed before the tests finished"
         line = (encode(res) + "\n").encode()
@@ -2024,30 +2066,64 @@ class Freezer:
         return self.total + (time.time() - self.since if self.since is not None else 0.0)
 
 
-def run_job(job, cfg, pidns_fd, reader):
+class Forked:
+    """A sample process forked ahead of its job: it isolates itself while the slot is idle
+    (fork, namespaces, root, cgroups, privileges: most of a job's fixed cost), then blocks
+    reading `job_w` until the supervisor hands it a job. It runs no code but the harness's
+    until then, and takes nothing from the previous sample: that one's processes and
+    cgroup members are gone before the next fork."""
+
+    def __init__(self, cfg, pidns_fd):
+        self.started = time.monotonic()
+        self.rfd, wfd = os.pipe()
+        krfd, self.kwfd = os.pipe()
+        jrfd, self.job_w = os.pipe()
+        self.own_pidns = pidns_fd is not None
+        if pidns_fd is not None:
+            unshare(CLONE_NEWPID)
+        self.pid = os.fork()
+        if self.pid == 0:
+            child_main(cfg, wfd, krfd, jrfd, cfg.get("workroot") or "/tmp")
+            os._exit(72)
+        if pidns_fd is not None:
+            setns(pidns_fd, CLONE_NEWPID)
+        self.forked = time.monotonic()
+        for fd in (wfd, krfd, jrfd):
+            os.close(fd)
+
+    def discard(self, cfg):
+        """Kills the waiting process (the slot is exiting)."""
+        for fd in (self.rfd, self.kwfd, self.job_w):
+            os.close(fd)
+        cleanup_after(self.pid, cfg)
+        os.waitpid(self.pid, 0)
+
+
+def run_job(job, cfg, forked, reader, received):
     import select
     import shutil
+
+    # Where the job's time goes (monotonic seconds since its line was read), for the stage
+    # breakdown the orchestrator logs at debug level (bench/serve-breakdown.sh).
+    stages = {"ahead_fork": forked.forked - forked.started}
+
+    def mark(name):
+        stages[name] = time.monotonic() - received
 
     freezer = Freezer(cfg.get("freezer"))
 
     script = job.get("script") is not None
     expected = None if script else expected_tests(job["test"])
     job["expected"] = expected
-    rfd, wfd = os.pipe()
-    krfd, kwfd = os.pipe()
+    pid, rfd, kwfd = forked.pid, forked.rfd, forked.kwfd
+    # Handed over in the wait loop below: a child that died while isolating never reads it.
+    job_out = json.dumps(job).encode()
+    job_w = forked.job_w
+    os.set_blocking(job_w, False)
     base = cfg.get("workroot") or "/tmp"
     oom_before = cgroup_oom_kills(cfg)
-    if pidns_fd is not None:
-        unshare(CLONE_NEWPID)
     t0 = time.time()
-    pid = os.fork()
-    if pid == 0:
-        child_main(job, cfg, wfd, krfd, base)
-        os._exit(72)
-    if pidns_fd is not None:
-        setns(pidns_fd, CLONE_NEWPID)
-    os.close(wfd)
-    os.close(krfd)
+    mark("handed")
     # The nonce is made after the fork, so the child's memory never held it before the tests.
     nonce = os.urandom(16).hex()
     write_all(kwfd, nonce.encode())
@@ -2080,7 +2156,17 @@ def run_job(job, cfg, pidns_fd, reader):
                 pass
             killed = True
         watch = [rfd, pidfd] + ([] if reader.eof else [CTRL_IN])
-        ready, _, _ = select.select(watch, [], [], max(left, 0.05) if not killed else 1.0)
+        ready, writable, _ = select.select(watch, [job_w] if job_w is not None else [], [], max(left, 0.05) if not killed else 1.0)
+        if writable:
+            try:
+                job_out = job_out[os.write(job_w, job_out[: 1 << 16]) :]
+            except BlockingIOError:
+                pass
+            except OSError:
+                job_out = b""  # the child is gone: the pidfd says so next
+            if not job_out:
+                os.close(job_w)
+                job_w = None
         if CTRL_IN in ready:
             reader.fill()
             while True:
@@ -2097,6 +2183,9 @@ def run_job(job, cfg, pidns_fd, reader):
                 buf += data
         if pidfd in ready:
             break
+    mark("exited")
+    if job_w is not None:
+        os.close(job_w)
     # The child is gone (zombie, not reaped yet): kill its leftovers (thawed first: a frozen
     # process takes no signal), then drain.
     freezer.thaw()
@@ -2114,9 +2203,10 @@ def run_job(job, cfg, pidns_fd, reader):
     os.close(pidfd)
     # wait4: the child's rusage covers it and every descendant it waited for.
     _, wstatus, usage = os.wait4(pid, 0)
-    if pidns_fd is None:
+    if not forked.own_pidns:
         kill_orphans()  # with a PID namespace, its init's death already took everything
     wall = time.time() - t0
+    mark("reaped")
     frozen = freezer.frozen_secs()
     if not (cfg["isolation"].get("mountns")):
         for name in os.listdir(base):
@@ -2150,9 +2240,17 @@ def run_job(job, cfg, pidns_fd, reader):
             account.append(obj)  # facts said before the report (none can follow it)
     if report is not None:
         report.pop("nonce", None)
+        # The sample process's own timestamps: untrusted, display only (never a verdict input).
+        stamps = report.pop("stamps", None)
+        if isinstance(stamps, dict):
+            for k, v in stamps.items():
+                if isinstance(k, str) and type(v) is float:
+                    stages.setdefault("child_" + k, v - received)
         msg["report"] = report
     if cfg.get("hacks") and not script:
         msg["hacks"] = judge_account(account, report, expected, declared_skips(job["test"]))
+    mark("judged")
+    msg["stages"] = stages
     send(msg)
 
 
@@ -2170,6 +2268,7 @@ def main():
         pass
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     pidns_fd = None
+    forked = None
     if cfg["isolation"].get("userns"):
         uid, gid = os.getuid(), os.getgid()
         unshare(CLONE_NEWUSER)
@@ -2215,15 +2314,18 @@ def main():
             pass
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed})
     while True:
+        if forked is None:
+            forked = Forked(cfg, pidns_fd)  # the next job's process, ready before it comes
         line = reader.readline()
-        if not line:
-            return
-        job = json.loads(line)
+        received = time.monotonic()
+        job = json.loads(line) if line else {"op": "exit"}
         if job.get("op") == "exit":
+            forked.discard(cfg)
             return
         if "op" in job:
             continue  # a freeze or thaw that arrived after its job ended
-        run_job(job, cfg, pidns_fd, reader)
+        run_job(job, cfg, forked, reader, received)
+        forked = None
         if cfg.get("one_shot"):
             return
 

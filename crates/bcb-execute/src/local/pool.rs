@@ -114,8 +114,10 @@ impl PoolExecutor {
             }
         }
         let slot = w.slot.as_mut().expect("slot present");
+        let sent = Instant::now();
         match slot.run(job, seat) {
             Ok(msg) => {
+                log_stages(&msg, sent.elapsed());
                 match read_job_result(job, &msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
                     Reading::Done(o) => Ok(o),
                     Reading::Abnormal(first) => {
@@ -138,6 +140,27 @@ impl PoolExecutor {
             }
         }
     }
+}
+
+/// Target of the per-job stage breakdown (`BCB_LOG=bcb_execute::stages=debug`).
+const STAGES: &str = "bcb_execute::stages";
+
+/// One debug line per warm job: the slot round trip and the harness's stage timestamps, in ms
+/// (read by bench/serve-breakdown.sh).
+fn log_stages(msg: &super::wire::ResultMsg, round_trip: std::time::Duration) {
+    if !tracing::enabled!(target: STAGES, tracing::Level::DEBUG) {
+        return;
+    }
+    let mut ms: std::collections::BTreeMap<&str, f64> = msg
+        .stages
+        .iter()
+        .map(|(k, v)| (k.as_str(), (v * 1e4).round() / 10.0))
+        .collect();
+    ms.insert(
+        "round_trip",
+        (round_trip.as_secs_f64() * 1e4).round() / 10.0,
+    );
+    tracing::debug!(target: STAGES, "stages {}", serde_json::to_string(&ms).unwrap_or_default());
 }
 
 impl PoolExecutor {

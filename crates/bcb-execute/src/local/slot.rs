@@ -397,7 +397,7 @@ impl Slot {
                 Ok(Incoming::Msg(Event::Started { pid })) => sample_pid = pid,
                 Ok(Incoming::Msg(Event::Result(m))) => {
                     self.jobs_done += 1;
-                    return Ok(m);
+                    return Ok(*m);
                 }
                 Ok(Incoming::Msg(Event::Ready { .. })) => {}
                 Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => {

@@ -104,7 +104,8 @@ pub(crate) enum Event {
         #[serde(default)]
         pid: Option<i32>,
     },
-    Result(ResultMsg),
+    /// Boxed: far larger than the other events, which travel in the same channel.
+    Result(Box<ResultMsg>),
 }
 
 /// The supervisor's account of one sample. Everything but `report` is the supervisor's own
@@ -135,6 +136,10 @@ pub(crate) struct ResultMsg {
     /// the channel carried it as it happened.
     #[serde(default)]
     pub hacks: Vec<crate::HackFlag>,
+    /// Where the job's time went inside the slot: stage name -> seconds since the supervisor
+    /// read the job line (`child_*`: the sample process's own clock, untrusted). Logged only.
+    #[serde(default)]
+    pub stages: BTreeMap<String, f64>,
 }
 
 /// The sample process's own report.
