@@ -440,6 +440,12 @@ pub fn host_isolation() -> Isolation {
             iso.cgroup_memory = cgroup_controller("memory");
             iso.cgroup_pids = cgroup_controller("pids");
             iso.cgroup_freezer = cgroup_controller("freezer");
+            for root in [&iso.cgroup_freezer, &iso.cgroup_memory, &iso.cgroup_pids]
+                .into_iter()
+                .flatten()
+            {
+                sweep_stale_cgroups(root);
+            }
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
         }
@@ -453,6 +459,55 @@ pub(crate) struct SlotCgroups {
     pub dirs: Vec<PathBuf>,
     /// The freezer cgroup among `dirs`, if any.
     pub freezer: Option<PathBuf>,
+}
+
+/// Removes the slot cgroups of bcb processes that are gone (`bcb-{pid}-…` whose pid is dead),
+/// with whatever they still hold: a bcb killed with SIGKILL never runs [`SlotCgroups`]'s drop,
+/// and samples it had frozen would stay frozen (unkillable) forever. The freezer is swept
+/// first, so its members are thawed before the kill. A pid reused by another process makes
+/// its cgroups look alive: they are left alone (safe), and swept once that process is gone.
+pub(crate) fn sweep_stale_cgroups(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("bcb-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = unsafe { libc::kill(owner, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if owner == std::process::id() as i32 || !gone {
+            continue;
+        }
+        let dir = entry.path();
+        thaw_cgroup(&dir);
+        remove_cgroup(&dir);
+        tracing::debug!("removed the stale cgroup {}", dir.display());
+    }
+}
+
+/// Kills every member of a cgroup and removes it (retrying briefly while members exit).
+fn remove_cgroup(dir: &Path) {
+    for _ in 0..50 {
+        if std::fs::remove_dir(dir).is_ok() {
+            return;
+        }
+        if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+            for pid in procs
+                .split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok())
+            {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Thaws a v1 freezer cgroup (a frozen process takes no signal, not even SIGKILL).
@@ -505,20 +560,7 @@ impl Drop for SlotCgroups {
         }
         for dir in &self.dirs {
             // Empty by now (the harness kills every member); retry briefly for exiting tasks.
-            for _ in 0..50 {
-                if std::fs::remove_dir(dir).is_ok() {
-                    break;
-                }
-                if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
-                    for pid in procs
-                        .split_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok())
-                    {
-                        unsafe { libc::kill(pid, libc::SIGKILL) };
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
+            remove_cgroup(dir);
         }
     }
 }
@@ -535,6 +577,45 @@ mod tests {
             limits: crate::Limits::default(),
             hacks: Default::default(),
         }
+    }
+
+    /// A frozen sample left by a bcb killed with SIGKILL is thawed, killed and its cgroup
+    /// removed by the next bcb's sweep; a live owner's cgroup is left alone.
+    #[test]
+    fn stale_frozen_cgroups_of_a_dead_bcb_are_swept() {
+        let Some(root) = host_isolation().cgroup_freezer else {
+            return; // needs root and a v1 freezer
+        };
+        let dead = {
+            let mut c = std::process::Command::new("true").spawn().unwrap();
+            c.wait().unwrap();
+            c.id()
+        };
+        let stale = root.join(format!("bcb-{dead}-wtest"));
+        let live = root.join(format!("bcb-{}-wtest-live", std::process::id()));
+        for dir in [&stale, &live] {
+            std::fs::create_dir(dir).unwrap();
+        }
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        std::fs::write(stale.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+        std::fs::write(stale.join("freezer.state"), "FROZEN").unwrap();
+        unsafe { libc::kill(sleeper.id() as i32, libc::SIGKILL) };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            sleeper.try_wait().unwrap().is_none(),
+            "a frozen process does not die of SIGKILL (the leak this sweep mends)"
+        );
+        sweep_stale_cgroups(&root);
+        assert!(!stale.exists(), "the dead owner's cgroup is removed");
+        assert!(
+            sleeper.wait().unwrap().code().is_none(),
+            "the sample was killed"
+        );
+        assert!(live.exists(), "a live owner's cgroup stays");
+        std::fs::remove_dir(&live).unwrap();
     }
 
     /// Without namespaces every missing protection names what stands in for it.
