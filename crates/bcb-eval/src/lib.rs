@@ -63,3 +63,23 @@ pub use warm::{
     AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, Verdict, WarmOptions,
     WarmSession, WarmStats,
 };
+
+/// Test fixtures shared by the unit tests of several modules.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use bcb_execute::{Job, JobId, JobKind, Program};
+    use std::time::Duration;
+
+    /// A sample job of task `T/0` running `code` (one-second limit).
+    pub fn job(code: &str) -> Job {
+        Job {
+            id: JobId::new("T/0", Program::Sample(0), code),
+            code: code.into(),
+            test: "t".into(),
+            entry_point: "f".into(),
+            time_limit: Duration::from_secs(1),
+            expected_secs: None,
+            kind: JobKind::Unittest,
+        }
+    }
+}

@@ -212,21 +212,10 @@ impl SharedRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bcb_execute::{Details, JobId, Program, Status};
+    use bcb_execute::{Details, Status};
     use std::sync::mpsc::channel;
-    use std::time::Duration;
 
-    fn job(code: &str) -> Job {
-        Job {
-            id: JobId::new("T/0", Program::Sample(0), code),
-            code: code.into(),
-            test: "t".into(),
-            entry_point: "f".into(),
-            time_limit: Duration::from_secs(1),
-            expected_secs: None,
-            kind: bcb_execute::JobKind::Unittest,
-        }
-    }
+    use crate::test_support::job;
 
     fn waiter() -> (Waiter, Arc<AtomicBool>) {
         let (tx, _rx) = channel();

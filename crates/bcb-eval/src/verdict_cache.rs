@@ -400,8 +400,7 @@ pub fn clean(root: &Path) -> anyhow::Result<CacheStats> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bcb_execute::{Details, Program};
-    use std::time::Duration;
+    use bcb_execute::Details;
 
     fn settings() -> Settings {
         Settings {
@@ -416,17 +415,7 @@ mod tests {
         }
     }
 
-    fn job(code: &str) -> Job {
-        Job {
-            id: JobId::new("T/0", Program::Sample(0), code),
-            code: code.into(),
-            test: "t".into(),
-            entry_point: "f".into(),
-            time_limit: Duration::from_secs(1),
-            expected_secs: None,
-            kind: bcb_execute::JobKind::Unittest,
-        }
-    }
+    use crate::test_support::job;
 
     fn outcome(status: Status) -> Outcome {
         Outcome::new(status, Details::default())
