@@ -68,7 +68,10 @@ def throughput(url, ds, k, c, out):
     def one(i):
         for attempt in range(100):
             try:
-                return i, post(url, [rows[i]])["results"][0]
+                sent = time.perf_counter() - t0
+                r = post(url, [rows[i]])["results"][0]
+                r["sent"], r["answered"] = sent, time.perf_counter() - t0
+                return i, r
             except urllib.error.HTTPError as e:
                 if e.code in (429, 503):
                     time.sleep(float(e.headers.get("Retry-After") or 1))
@@ -86,7 +89,9 @@ def throughput(url, ds, k, c, out):
     errors = [r for r in results if r is None or "error" in r]
     with open(out, "w") as f:
         for row, r in zip(rows, results):
-            f.write(json.dumps({"task_id": row["task_id"], "status": (r or {}).get("status")}) + "\n")
+            # The verdict first (bench/serve.sh compares it), then when it was asked and answered.
+            keep = {k: (r or {}).get(k) for k in ("status", "cpu_secs", "test_secs", "sent", "answered", "flags")}
+            f.write(json.dumps({"task_id": row["task_id"], **keep}) + "\n")
     by = {}
     for r in results:
         if r and "status" in r:

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use evalkit::{read_json, stderr, write_jsonl};
 use serde_json::{json, Value};
 
-const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
+// Quick tasks (BigCodeBench/0 needs ~18 s of CPU per canonical run, 8 of which ran here).
+const TASKS: [&str; 3] = ["BigCodeBench/2", "BigCodeBench/4", "BigCodeBench/9"];
 const WRONG: &str = "def task_func(*a, **k):\n    return None\n";
 
 /// Four samples per task: the canonical solution twice and the wrong answer twice (`flip`
@@ -39,7 +40,7 @@ fn samples(env: &evalkit::Env, dir: &Path, model: &str, flip: bool) -> PathBuf {
 }
 
 fn evaluate(env: &evalkit::Env, samples: &[&Path], extra: &[&str]) -> String {
-    let mut args = vec!["evaluate", "--ids", "0,4,9", "--no-gt", "--samples"];
+    let mut args = vec!["evaluate", "--ids", "2,4,9", "--no-gt", "--samples"];
     args.extend(samples.iter().map(|p| p.to_str().unwrap()));
     args.extend_from_slice(extra);
     let out = env.run(&args);
@@ -137,7 +138,7 @@ fn a_killed_run_resumes_with_dedup_and_ends_with_the_plain_files() {
     let args = [
         "evaluate",
         "--ids",
-        "0,4,9",
+        "2,4,9",
         "--no-gt",
         "--no-cache",
         "--parallel",

@@ -15,7 +15,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
-use bcb_execute::{executor_with, host_isolation, landlock_abi, Isolation, Job, Outcome, Status};
+use bcb_execute::{
+    executor_with, host_isolation, landlock_abi, Isolation, Job, Outcome, Remark, Status,
+};
 use common::*;
 
 const CONTAINED_TEST: &str = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), 'contained')\n";
@@ -324,6 +326,34 @@ fn escape_7_forged_pass_is_caught_at_run_time() {
             eprintln!("{kind} {name}: {}", leaks(&out[&i]));
         }
         assert!(forged.is_empty(), "{kind}: forged passes: {forged:#?}");
+    }
+}
+
+/// A verdict is judged as soon as the report channel is closed, before the sample's slow exit;
+/// a process that still holds the channel must keep it open. Here a child forked by the sample
+/// copies the nonce out of the key pipe without consuming it (`tee`), writes a forged pass
+/// before the harness's own report and keeps the channel: answering at the first report would
+/// hand out its pass (made to do so, the supervisor read the forged report and only the hack
+/// watch's account, incomplete at that point, failed it); waiting for the close sees both.
+#[test]
+fn escape_7b_a_forged_report_before_the_real_one_is_caught() {
+    let Some(py) = python() else { return };
+    let code = "import os, json, stat, ctypes, time\ndef _forge():\n    libc = ctypes.CDLL(None, use_errno=True)\n    fifos = []\n    for n in os.listdir('/proc/self/fd'):\n        try:\n            if int(n) > 2 and stat.S_ISFIFO(os.fstat(int(n)).st_mode):\n                fifos.append(int(n))\n        except (OSError, ValueError):\n            pass\n    r, w = os.pipe()\n    nonce = ''\n    for fd in fifos:\n        got = libc.tee(fd, w, 64, 2)\n        if got > 0:\n            nonce = os.read(r, got).decode()\n            break\n    if os.fork() == 0:\n        line = (json.dumps({'nonce': nonce, 'status': 'pass', 'details': {}, 'ran': ['test_it'], 'test_secs': 0.0}) + '\\n').encode()\n        for fd in fifos:\n            try:\n                os.write(fd, line)\n            except OSError:\n                pass\n        time.sleep(3)\n        os._exit(0)\n    time.sleep(0.2)\ndef task_func():\n    return 0\n_forge()\n";
+    for kind in ["pool", "process"] {
+        let exec = executor_with(kind, config(py.clone(), 1), host_isolation()).unwrap();
+        let out = run_on(
+            exec.as_ref(),
+            vec![job(0, "forged first", code, FORGE_TEST, LIMIT)],
+        );
+        let o = &out[&0];
+        eprintln!("{kind}: {}", leaks(o));
+        assert_ne!(o.status, Status::Pass, "{kind}: {}", leaks(o));
+        // Both reports seen (the hack watch's account is a second, independent catch).
+        assert!(
+            matches!(&o.remark, Some(Remark::Integrity { problem }) if problem == "more than one report"),
+            "{kind}: {}",
+            leaks(o)
+        );
     }
 }
 

@@ -24,6 +24,10 @@
 #              {event: "started", key, pid}
 #              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
 #               killed_at_deadline, oom_killed?, integrity?, report?, stages}
+#                 (sent as soon as the report channel is closed by every holder, when a report
+#                 came: the sample's exit is then cleaned up after the result; see run_job)
+#              {event: "idle"}                 -- after each result (pool slots): cleaned up,
+#                 the next sample process forked; a job sent earlier waits for this point
 #   report (written by the sample's process on its private channel, untrusted):
 #              {status, details, test_secs, ran, skipped, integrity?} or {harness_error}
 #   isolation also carries uid_switch (host root: the sample drops to uid/gid 65534); the
@@ -1920,6 +1924,10 @@ def child_main(cfg, wfd, kfd, jfd, base):
         line = (encode(res) + "\n").encode()
         while line:
             line = line[write(rep, line) :]
+        # Closed before the exit, which frees a large copy-on-write address space (most of a
+        # warm job's wall): once no process holds the channel, no other line can follow, so the
+        # supervisor may judge the report without waiting for the exit.
+        os.close(rep)
         exit_(0)
     except BaseException as e:  # harness failure, not the sample's
         try:
@@ -2144,6 +2152,13 @@ def run_job(job, cfg, forked, reader, received):
     buf = bytearray()
     cap = 64 << 20
     killed = False
+    # The report channel at EOF: every holder closed it (the child does right after its report;
+    # a descendant that inherited it keeps it open until it dies), so nothing can be added.
+    eof = False
+    # Judged and sent at EOF, before the child's exit (pool slots outside a user namespace,
+    # where the child's pid names it in /proc for its CPU time).
+    answered = False
+    may_answer_early = not cfg.get("one_shot") and not cfg["isolation"].get("userns")
     os.set_blocking(rfd, False)
     while True:
         # Frozen time does not count (and a frozen sample is never killed: its deadline
@@ -2155,7 +2170,7 @@ def run_job(job, cfg, forked, reader, received):
             except OSError:
                 pass
             killed = True
-        watch = [rfd, pidfd] + ([] if reader.eof else [CTRL_IN])
+        watch = ([] if eof else [rfd]) + [pidfd] + ([] if reader.eof else [CTRL_IN])
         ready, writable, _ = select.select(watch, [job_w] if job_w is not None else [], [], max(left, 0.05) if not killed else 1.0)
         if writable:
             try:
@@ -2181,6 +2196,16 @@ def run_job(job, cfg, forked, reader, received):
                 data = None
             if data and len(buf) < cap:
                 buf += data
+            eof = data == b""
+            if eof and may_answer_early and not killed:
+                mark("eof")
+                msg = result_base(job, time.time() - t0, live_cpu(pid), expected)
+                msg["exit_code"] = None
+                if judge(msg, buf, nonce, job, cfg, expected, script, stages, received):
+                    mark("judged")
+                    msg["stages"] = dict(stages)
+                    send(msg)
+                    answered = True
         if pidfd in ready:
             break
     mark("exited")
@@ -2212,7 +2237,9 @@ def run_job(job, cfg, forked, reader, received):
         for name in os.listdir(base):
             if name.startswith("s-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-    msg = {"event": "result", "key": job["key"], "wall_secs": wall, "cpu_secs": usage.ru_utime + usage.ru_stime, "expected": expected}
+    if answered:
+        return
+    msg = result_base(job, wall, usage.ru_utime + usage.ru_stime, expected)
     if os.WIFSIGNALED(wstatus):
         msg["signal"] = os.WTERMSIG(wstatus)
     else:
@@ -2223,6 +2250,19 @@ def run_job(job, cfg, forked, reader, received):
     oom_after = cgroup_oom_kills(cfg)
     if oom_before is not None and oom_after is not None and oom_after > oom_before:
         msg["oom_killed"] = True
+    judge(msg, buf, nonce, job, cfg, expected, script, stages, received)
+    mark("judged")
+    msg["stages"] = stages
+    send(msg)
+
+
+def result_base(job, wall, cpu, expected):
+    return {"event": "result", "key": job["key"], "wall_secs": wall, "cpu_secs": cpu, "expected": expected, "killed_at_deadline": False}
+
+
+def judge(msg, buf, nonce, job, cfg, expected, script, stages, received):
+    """Reads the report (the first line with the nonce) and the account lines before it from
+    the channel's bytes into `msg`; True when there is a report."""
     report = None
     account = []
     for line in bytes(buf).split(b"\n"):
@@ -2249,9 +2289,27 @@ def run_job(job, cfg, forked, reader, received):
         msg["report"] = report
     if cfg.get("hacks") and not script:
         msg["hacks"] = judge_account(account, report, expected, declared_skips(job["test"]))
-    mark("judged")
-    msg["stages"] = stages
-    send(msg)
+    return report is not None
+
+
+def live_cpu(pid):
+    """User + system CPU of a child that has not been reaped: its threads' run time (ns, from
+    schedstat) and the children it waited for (clock ticks). None when /proc cannot tell."""
+    try:
+        total = 0
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        children = int(fields[13]) + int(fields[14])
+        return total / 1e9 + children / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def main():
@@ -2313,9 +2371,12 @@ def main():
         except OSError:
             pass
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed})
+    ran = False
     while True:
         if forked is None:
             forked = Forked(cfg, pidns_fd)  # the next job's process, ready before it comes
+            if ran:
+                send({"event": "idle"})
         line = reader.readline()
         received = time.monotonic()
         job = json.loads(line) if line else {"op": "exit"}
@@ -2326,6 +2387,7 @@ def main():
             continue  # a freeze or thaw that arrived after its job ended
         run_job(job, cfg, forked, reader, received)
         forked = None
+        ran = True
         if cfg.get("one_shot"):
             return
 

@@ -175,7 +175,23 @@ impl PoolExecutor {
             Ok(w) => self.step(w, job, seat),
             Err(e) => setup_failure(e),
         };
-        run_queue(source, jobs, self.base.admission(), &make, &step, done);
+        // After each verdict is out, the slot finishes its cleanup before asking for more.
+        let settle = |state: &mut Result<Worker>| {
+            if let Ok(w) = state {
+                if w.slot.as_mut().is_some_and(|s| !s.settle()) {
+                    w.slot = None;
+                }
+            }
+        };
+        run_queue(
+            source,
+            jobs,
+            self.base.admission(),
+            &make,
+            &step,
+            &settle,
+            done,
+        );
         Ok(())
     }
 }

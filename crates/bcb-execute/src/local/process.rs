@@ -199,7 +199,15 @@ impl ProcessExecutor {
             Ok((spec, _)) => run_cold(spec, job, seat),
             Err(e) => setup_failure(e),
         };
-        run_queue(source, jobs, self.base.admission(), &make, &step, done);
+        run_queue(
+            source,
+            jobs,
+            self.base.admission(),
+            &make,
+            &step,
+            &|_| {},
+            done,
+        );
         Ok(())
     }
 }

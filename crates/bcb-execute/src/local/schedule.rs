@@ -230,13 +230,15 @@ fn slept(outcome: &Outcome) -> bool {
 /// its state with `make(index, primary)` and turns jobs into outcomes with `step`. Workers
 /// live as long as the source stays open: a warm source keeps them between submissions.
 /// Each running sample is attached to its [`Seat`] so the governor can freeze it.
-/// `max_in_flight` bounds primary plus overlap slots.
+/// `max_in_flight` bounds primary plus overlap slots. `settle` runs after each outcome is
+/// delivered, before the worker asks for its next job.
 pub(crate) fn run_queue<W>(
     source: &dyn JobSource,
     jobs: Option<usize>,
     admission: Admission,
     make: &(dyn Fn(usize, bool) -> W + Sync),
     step: &(dyn Fn(&mut W, &Job, &Seat) -> Result<Outcome, ExecError> + Sync),
+    settle: &(dyn Fn(&mut W) + Sync),
     done: &OnServed,
 ) {
     let n = jobs.unwrap_or(usize::MAX);
@@ -393,6 +395,7 @@ pub(crate) fn run_queue<W>(
                         }
                     }
                     done(ticket, job, outcome);
+                    settle(&mut state);
                 }
             }));
         }
@@ -626,6 +629,7 @@ mod tests {
             Admission::new(1, 1, 0),
             &|_, _| (),
             &step,
+            &|_| {},
             &done,
         );
         let seen: VecDeque<Job> = seen.into_inner().unwrap().into();

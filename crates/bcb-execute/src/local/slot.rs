@@ -399,7 +399,7 @@ impl Slot {
                     self.jobs_done += 1;
                     return Ok(*m);
                 }
-                Ok(Incoming::Msg(Event::Ready { .. })) => {}
+                Ok(Incoming::Msg(Event::Ready { .. } | Event::Idle)) => {}
                 Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     if let Some(p) = sample_pid {
                         unsafe { libc::kill(p, libc::SIGKILL) };
@@ -426,6 +426,33 @@ impl Slot {
         }
     }
 }
+
+impl Slot {
+    /// Waits until the slot is ready for its next job. A result can come before the sample's
+    /// exit is cleaned up (see harness.py, `run_job`); a worker that took another job meanwhile
+    /// would make it wait behind that cleanup while another slot sat idle. False when the slot
+    /// died or hung (it has been killed).
+    pub fn settle(&mut self) -> bool {
+        if self.dead {
+            return false;
+        }
+        loop {
+            match self.events.recv_timeout(SETTLE_TIMEOUT) {
+                Ok(Incoming::Msg(Event::Idle)) => return true,
+                Ok(Incoming::Msg(_)) => {}
+                Ok(Incoming::Closed) | Err(_) => {
+                    tracing::debug!("pool slot did not become idle: {}", self.stderr());
+                    self.kill();
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// A slot's cleanup after a result: killing leftovers takes at most a few seconds (harness.py
+/// `REAP_SECS`), forking the next process far less.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Drop for Slot {
     fn drop(&mut self) {

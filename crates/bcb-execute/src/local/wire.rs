@@ -106,6 +106,8 @@ pub(crate) enum Event {
     },
     /// Boxed: far larger than the other events, which travel in the same channel.
     Result(Box<ResultMsg>),
+    /// A pool slot after a result: the sample cleaned up, the next process forked ahead.
+    Idle,
 }
 
 /// The supervisor's account of one sample. Everything but `report` is the supervisor's own
