@@ -12,7 +12,9 @@ wall; a sleeper holds an extra slot (up to MAX_IN_FLIGHT in flight), or a core s
 is free. Clients send the next row as soon as their previous answer came back. Policies:
   arrival   the queued request that came first (the engine's former round-robin between
             one-sample submissions);
-  longest   the longest expected head first (prior seconds), as the engine orders now.
+  longest   the longest expected head first (prior seconds);
+  least-cpu the head expected to use the least CPU first (the ground truth's CPU): sleepers
+            and short samples first, so clients waiting on answers send their next rows.
 Prints, per policy, the modelled wall, the CPU floor (sum of CPU / CORES), and the arrival
 bound: the latest (time the row could be sent at the earliest + its wall), which no server
 order beats while clients send in dataset order.
@@ -60,7 +62,7 @@ def simulate(rows, clients, cores, max_in_flight, policy):
             i = sent
             sent += 1
             send_time[i] = now
-            key = i if policy == "arrival" else -rows[i][0]
+            key = {"arrival": i, "longest": -rows[i][0], "least-cpu": rows[i][2]}[policy]
             heapq.heappush(queue, (key, i))
 
     for _ in range(min(clients, len(rows))):
@@ -104,7 +106,7 @@ def main():
     floor = sum(r[2] for r in rows) / cores
     print(f"{len(rows)} jobs ({k} x {len(tasks)} tasks, {len(jr)} timed by the journal), "
           f"{clients} clients, {cores} cores, max in flight {mif}: CPU floor {floor:.1f} s")
-    for policy in ("arrival", "longest"):
+    for policy in ("arrival", "longest", "least-cpu"):
         wall = simulate(rows, clients, cores, mif, policy)
         print(f"  {policy:8s} modelled wall {wall:7.1f} s = {wall / floor:.2f} x floor")
     # the bound: a row can be sent once `i - clients + 1` answers came back, which takes at

@@ -79,6 +79,7 @@ mod tests {
             time_limit: Duration::from_secs(1),
             kind: bcb_execute::JobKind::Unittest,
             expected_secs: None,
+            expected_cpu_secs: None,
         }
     }
 

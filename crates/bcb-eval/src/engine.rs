@@ -6,10 +6,10 @@
 //! job's result as it finishes and ends when every job of the pass was delivered or dropped
 //! (cancelled, or the executor stopped). Groups take turns in rounds: each group with queued
 //! jobs gets one job a round, and a group that arrives joins the current round, so one group
-//! of 1,000 jobs does not starve a later one of 1. Within a round the longest expected head
-//! goes first (a task that timed out meanwhile before all), so a server fed many one-sample
-//! submissions still starts its long and sleeping samples early instead of in arrival order;
-//! within a group, jobs keep the order given (longest first).
+//! of 1,000 jobs does not starve a later one of 1. Within a round the head expected to use the
+//! least CPU goes first (a task that timed out meanwhile before all; see [`expected_cpu`]), so
+//! a server fed many one-sample submissions answers its sleepers and short samples early and
+//! its clients keep sending; within a group, jobs keep the order given (longest first).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -68,7 +68,7 @@ impl State {
     }
 
     /// The group whose head goes next: the earliest round first; within it a hurried task's
-    /// head, then the longest expected head, then the oldest (smallest ticket).
+    /// head, then the head expected to use the least CPU, then the oldest (smallest ticket).
     fn next_group(&self) -> Option<u64> {
         self.queues
             .iter()
@@ -76,16 +76,29 @@ impl State {
             .min_by(|(ga, a), (gb, b)| {
                 let round = |g: &u64| self.next_round.get(g).copied().unwrap_or(0);
                 let hurried = |e: &Entry| self.hurried.contains(e.job.task_id());
-                let secs = |e: &Entry| e.job.expected_secs.unwrap_or(0.0);
                 round(ga)
                     .cmp(&round(gb))
                     .then_with(|| hurried(b).cmp(&hurried(a)))
-                    .then_with(|| secs(b).total_cmp(&secs(a)))
+                    .then_with(|| expected_cpu(&a.job).total_cmp(&expected_cpu(&b.job)))
                     .then_with(|| a.ticket.cmp(&b.ticket))
             })
             .map(|(g, _)| g)
     }
+}
 
+/// What a job is expected to take of a core: the ground truth's CPU time, else its expected
+/// test time (as if CPU-bound), else nothing known (0: it goes early and is measured).
+///
+/// Least first across submitters, because the clients of a server wait for answers before
+/// they send more: a sample that sleeps (BigCodeBench/461: 156 s of wall, 1.4 s of CPU) or
+/// ends quickly is answered early and its client's next samples come while the cores are
+/// busy, instead of the cores idling at the end behind a sleeper that came last. A CPU-bound
+/// sample waits, but it fills the cores whenever it runs.
+fn expected_cpu(job: &Job) -> f64 {
+    job.expected_cpu_secs.or(job.expected_secs).unwrap_or(0.0)
+}
+
+impl State {
     /// Drops `group`'s queued jobs; returns how many.
     fn drop_queue(&mut self, group: u64) -> usize {
         self.queues.remove(&group).map_or(0, |q| q.len())
@@ -374,6 +387,7 @@ mod tests {
             time_limit: Duration::from_secs(1),
             kind: bcb_execute::JobKind::Unittest,
             expected_secs: None,
+            expected_cpu_secs: None,
         }
     }
 
@@ -407,20 +421,41 @@ mod tests {
     }
 
     #[test]
-    fn among_many_one_job_groups_the_longest_expected_starts_first() {
+    fn among_many_one_job_groups_the_least_expected_cpu_starts_first() {
         let e = Engine::new();
-        let secs = [1.0, 156.0, 0.5, 60.0, 3.0];
-        let _passes: Vec<Pass> = secs
+        // (task, expected wall, expected CPU): a sleeper like BigCodeBench/461 goes before a
+        // CPU-bound sample that takes less wall; without a CPU measure the wall stands in.
+        let jobs = [
+            ("cpu-bound", Some(72.0), Some(51.0)),
+            ("sleeper", Some(156.0), Some(1.4)),
+            ("short", Some(0.5), Some(0.4)),
+            ("wall-only", Some(3.0), None),
+            ("unknown", None, None),
+        ];
+        let _passes: Vec<Pass> = jobs
             .iter()
-            .enumerate()
-            .map(|(i, s)| e.enqueue(e.group(), vec![timed(&format!("t{i}"), 0, *s)], 4))
+            .map(|(t, wall, cpu)| {
+                let j = Job {
+                    expected_secs: *wall,
+                    expected_cpu_secs: *cpu,
+                    ..job(t, 0)
+                };
+                e.enqueue(e.group(), vec![j], 4)
+            })
             .collect();
-        assert_eq!(e.peek(), Peek::Ready("t1".into()), "peek agrees with pull");
+        assert_eq!(
+            e.peek(),
+            Peek::Ready("unknown".into()),
+            "peek agrees with pull"
+        );
         let order: Vec<String> = (0..5)
             .filter_map(|_| e.pull())
             .map(|(_, j)| j.task_id().to_string())
             .collect();
-        assert_eq!(order, ["t1", "t3", "t4", "t0", "t2"]);
+        assert_eq!(
+            order,
+            ["unknown", "short", "sleeper", "wall-only", "cpu-bound"]
+        );
     }
 
     #[test]
@@ -453,11 +488,11 @@ mod tests {
     fn a_group_that_empties_and_comes_back_does_not_get_two_jobs_in_a_round() {
         let e = Engine::new();
         let (a, b) = (e.group(), e.group());
-        let _pb = e.enqueue(b, (0..10).map(|i| timed("b", i, 1.0)).collect(), 4);
-        let _pa = e.enqueue(a, vec![timed("a", 0, 50.0)], 4);
+        let _pb = e.enqueue(b, (0..10).map(|i| timed("b", i, 50.0)).collect(), 4);
+        let _pa = e.enqueue(a, vec![timed("a", 0, 1.0)], 4);
         let task = |e: &Engine| e.pull().map(|(_, j)| j.task_id().to_string());
-        assert_eq!(task(&e).as_deref(), Some("a"), "the longer head");
-        let _pa2 = e.enqueue(a, vec![timed("a", 1, 50.0)], 4);
+        assert_eq!(task(&e).as_deref(), Some("a"), "the cheaper head");
+        let _pa2 = e.enqueue(a, vec![timed("a", 1, 1.0)], 4);
         assert_eq!(task(&e).as_deref(), Some("b"), "a had its job this round");
         assert_eq!(task(&e).as_deref(), Some("a"));
         assert_eq!(task(&e).as_deref(), Some("b"));
@@ -470,12 +505,12 @@ mod tests {
             .iter()
             .map(|(t, s)| e.enqueue(e.group(), vec![timed(t, 0, *s)], 4))
             .collect();
-        assert_eq!(e.promote("b"), 1);
+        assert_eq!(e.promote("a"), 1);
         let order: Vec<String> = (0..3)
             .filter_map(|_| e.pull())
             .map(|(_, j)| j.task_id().to_string())
             .collect();
-        assert_eq!(order, ["b", "a", "c"]);
+        assert_eq!(order, ["a", "b", "c"]);
     }
 
     #[test]

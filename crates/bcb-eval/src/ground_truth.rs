@@ -59,6 +59,14 @@ impl GroundTruth {
             .map(|o| o.test_secs.unwrap_or(o.wall_secs))
     }
 
+    /// CPU time of a passing canonical solution, when it was measured.
+    pub fn expected_cpu_secs(&self, task_id: &str) -> Option<f64> {
+        self.entries
+            .get(task_id)
+            .filter(|o| o.status == Status::Pass)
+            .and_then(|o| o.cpu_secs)
+    }
+
     pub fn outcome(&self, task_id: &str) -> Option<&Outcome> {
         self.entries.get(task_id)
     }

@@ -79,6 +79,7 @@ pub(crate) mod test_support {
             entry_point: "f".into(),
             time_limit: Duration::from_secs(1),
             expected_secs: None,
+            expected_cpu_secs: None,
             kind: JobKind::Unittest,
         }
     }

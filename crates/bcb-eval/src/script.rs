@@ -90,6 +90,7 @@ impl WarmSession {
             entry_point: String::new(),
             time_limit: req.run_timeout,
             expected_secs: Some(req.run_timeout.as_secs_f64()),
+            expected_cpu_secs: None,
             kind: JobKind::Script(Arc::new(input)),
         };
         let group = engine.group();

@@ -109,6 +109,7 @@ mod tests {
             time_limit: Duration::from_secs(100),
             kind: bcb_execute::JobKind::Unittest,
             expected_secs: Some(1.0),
+            expected_cpu_secs: None,
         };
         let mut jobs = vec![
             job("a", 0, "x = 1"),

@@ -54,6 +54,7 @@ fn main() -> anyhow::Result<()> {
                 time_limit: Duration::from_secs_f64(time_limit),
                 kind: bcb_execute::JobKind::Unittest,
                 expected_secs: None,
+                expected_cpu_secs: None,
             }
         })
         .collect();

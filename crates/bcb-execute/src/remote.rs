@@ -204,6 +204,7 @@ mod tests {
             time_limit: Duration::from_secs(secs),
             kind: crate::JobKind::Unittest,
             expected_secs: None,
+            expected_cpu_secs: None,
         }
     }
 

@@ -20,6 +20,7 @@ fn script(key: usize, code: &str, input: ScriptInput, secs: f64) -> Job {
         entry_point: String::new(),
         time_limit: Duration::from_secs_f64(secs),
         expected_secs: None,
+        expected_cpu_secs: None,
         kind: JobKind::Script(Arc::new(input)),
     }
 }

@@ -92,6 +92,7 @@ pub fn run_jobs_file(executor: &dyn Executor, jobs: &Path, out: &Path) -> anyhow
                 time_limit: Duration::from_secs_f64(j.time_limit_secs),
                 kind: crate::JobKind::Unittest,
                 expected_secs: j.expected_secs,
+                expected_cpu_secs: None,
             })
         })
         .collect::<anyhow::Result<Vec<Job>>>()?;

@@ -579,6 +579,7 @@ mod tests {
             time_limit: Duration::from_secs(1),
             kind: crate::JobKind::Unittest,
             expected_secs: None,
+            expected_cpu_secs: None,
         }
     }
 

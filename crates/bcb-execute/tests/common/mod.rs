@@ -45,6 +45,7 @@ pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job 
         time_limit: Duration::from_secs_f64(secs),
         kind: bcb_execute::JobKind::Unittest,
         expected_secs: None,
+        expected_cpu_secs: None,
     }
 }
 
