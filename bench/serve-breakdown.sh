@@ -56,11 +56,12 @@ if not rows:
 # Consecutive stages in the order a job passes them, each row's time between two marks; the
 # sample process is forked and isolated ahead, while the slot is idle (negative offsets).
 order = ["handed", "child_job", "child_prepared", "child_module", "child_tests",
-         "child_tests_end", "child_report", "exited", "reaped", "judged", "round_trip"]
+         "child_tests_end", "child_report", "eof", "exited", "reaped", "judged", "round_trip"]
 label = {"handed": "job line read -> handed to the child", "child_job": "child reads the job",
          "child_prepared": "sample setup (watch, guard, rlimits)", "child_module": "compile + exec of the module",
          "child_tests": "test loading, watch wrapping", "child_tests_end": "tests",
-         "child_report": "integrity checks, nonce", "exited": "report -> exit seen",
+         "child_report": "integrity checks, nonce", "eof": "report -> report pipe closed",
+         "exited": "report -> exit seen (answered at the exit)",
          "reaped": "cleanup (kill, reap)", "judged": "account, result message", "round_trip": "-> Rust (pipe, parse)"}
 p50 = lambda xs: statistics.median(xs) if xs else float("nan")
 p90 = lambda xs: sorted(xs)[int(0.9 * (len(xs) - 1))] if xs else float("nan")
