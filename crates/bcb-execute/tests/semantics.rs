@@ -144,3 +144,32 @@ fn a_long_traceback_keeps_its_last_exception_line() {
         assert!(trace.contains(exception), "sample {key}");
     }
 }
+
+/// A job that needs a fresh process (it imports TensorFlow) between warm ones: the warm slot,
+/// idle all along, is kept (it has nothing to clean up, so nothing to wait for: waiting cost
+/// 30 s and the slot), and the sample process it forked ahead survives the cold run's cleanup
+/// (the cold path has cgroups of its own: sharing them killed it, and the next warm sample had
+/// no verdict).
+#[test]
+fn a_cold_path_job_between_warm_ones_keeps_the_warm_slot() {
+    let Some(py) = python() else { return };
+    let pass = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), 1)\n";
+    let code = "def task_func():\n    return 1\n";
+    let cold = "import tensorflow\ndef task_func():\n    return 1\n";
+    let jobs = vec![
+        job(0, "warm", code, pass, 10.0),
+        job(1, "cold", cold, pass, 10.0),
+        job(2, "warm", code, pass, 10.0),
+    ];
+    // One worker and no extra slots: every job goes through the same slot or the cold path.
+    let cfg = bcb_execute::ExecConfig {
+        max_in_flight: 1,
+        ..config(py, 1)
+    };
+    let pool =
+        bcb_execute::PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap();
+    let out = run_on(&pool, jobs);
+    assert_eq!(out[&0].status, Status::Pass, "{:?}", out[&0]);
+    assert_eq!(out[&2].status, Status::Pass, "{:?}", out[&2]);
+    assert_eq!(pool.slots_started(), 1, "the warm slot was replaced");
+}

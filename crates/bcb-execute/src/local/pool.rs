@@ -69,14 +69,15 @@ struct Worker {
     cold: SlotSpec,
     slot: Option<Slot>,
     _cgroups: SlotCgroups,
+    /// The cold path's own: its cleanup kills everything in its cgroups, and the warm slot's
+    /// next sample process waits in the warm ones meanwhile (forked ahead).
+    _cold_cgroups: SlotCgroups,
 }
 
 impl PoolExecutor {
     fn worker(&self, w: usize, primary: bool) -> Result<Worker> {
         let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
-        let mut cold = warm.clone();
-        cold.preload.clear();
-        cold.one_shot = true;
+        let (cold, cold_cgroups) = self.base.spec(&format!("w{w}-cold"), &[], true)?;
         // Start warming now so the first sample does not wait on imports.
         let slot = if primary {
             self.spawn_slot(&warm, None)
@@ -90,6 +91,7 @@ impl PoolExecutor {
             cold,
             slot,
             _cgroups: cgroups,
+            _cold_cgroups: cold_cgroups,
         })
     }
 

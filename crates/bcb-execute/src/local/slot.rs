@@ -127,6 +127,9 @@ pub(crate) struct Slot {
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     pub jobs_done: usize,
     pub dead: bool,
+    /// A result came and the slot's `idle` has not: it is still cleaning up after it.
+    settling: bool,
+    one_shot: bool,
 }
 
 fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
@@ -252,6 +255,8 @@ impl Slot {
             stderr_tail,
             jobs_done: 0,
             dead: false,
+            settling: false,
+            one_shot: spec.one_shot,
         };
         let limits = &spec.cfg.limits;
         let config = SlotConfig {
@@ -397,6 +402,8 @@ impl Slot {
                 Ok(Incoming::Msg(Event::Started { pid })) => sample_pid = pid,
                 Ok(Incoming::Msg(Event::Result(m))) => {
                     self.jobs_done += 1;
+                    // A one-shot harness exits after its job instead of saying it is idle.
+                    self.settling = !self.one_shot;
                     return Ok(*m);
                 }
                 Ok(Incoming::Msg(Event::Ready { .. } | Event::Idle)) => {}
@@ -436,9 +443,15 @@ impl Slot {
         if self.dead {
             return false;
         }
+        if !self.settling {
+            return true; // nothing ran here since the last idle (a cold-path job, say)
+        }
         loop {
             match self.events.recv_timeout(SETTLE_TIMEOUT) {
-                Ok(Incoming::Msg(Event::Idle)) => return true,
+                Ok(Incoming::Msg(Event::Idle)) => {
+                    self.settling = false;
+                    return true;
+                }
                 Ok(Incoming::Msg(_)) => {}
                 Ok(Incoming::Closed) | Err(_) => {
                     tracing::debug!("pool slot did not become idle: {}", self.stderr());
