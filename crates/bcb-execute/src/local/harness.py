@@ -2040,6 +2040,9 @@ class Freezer:
 
     def __init__(self, path):
         self.path, self.total, self.since = path, 0.0, None
+        # Set once the verdict is out: the orchestrator no longer tracks the sample, so nothing
+        # would thaw it; its exit must not wait on a late freeze.
+        self.done = False
         frozen_clock_write(0.0)
         self.write("THAWED")  # a job never starts in a frozen group
 
@@ -2057,7 +2060,7 @@ class Freezer:
             op = msg.get("op") if msg.get("key") == key else None
         except (ValueError, AttributeError):
             return
-        if op == "freeze" and self.path and self.since is None:
+        if op == "freeze" and self.path and self.since is None and not self.done:
             self.since = time.time()
             self.write("FROZEN")
         elif op == "thaw":
@@ -2206,6 +2209,8 @@ def run_job(job, cfg, forked, reader, received):
                     msg["stages"] = dict(stages)
                     send(msg)
                     answered = True
+                    freezer.done = True
+                    freezer.thaw()
         if pidfd in ready:
             break
     mark("exited")
