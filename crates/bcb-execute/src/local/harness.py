@@ -2203,7 +2203,6 @@ def run_job(job, cfg, forked, reader, received):
             if eof and may_answer_early and not killed:
                 mark("eof")
                 msg = result_base(job, time.time() - t0, live_cpu(pid), expected)
-                msg["exit_code"] = None
                 if judge(msg, buf, nonce, job, cfg, expected, script, stages, received):
                     mark("judged")
                     msg["stages"] = dict(stages)
