@@ -91,6 +91,8 @@ def throughput(url, ds, k, c, out):
         for row, r in zip(rows, results):
             # The verdict first (bench/serve.sh compares it), then when it was asked and answered.
             keep = {k: (r or {}).get(k) for k in ("status", "cpu_secs", "test_secs", "sent", "answered", "flags")}
+            if keep["status"] != "pass":
+                keep["details"] = (r or {}).get("details") or (r or {}).get("error")
             f.write(json.dumps({"task_id": row["task_id"], **keep}) + "\n")
     by = {}
     for r in results:

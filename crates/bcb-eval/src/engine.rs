@@ -7,9 +7,14 @@
 //! (cancelled, or the executor stopped). Groups take turns in rounds: each group with queued
 //! jobs gets one job a round, and a group that arrives joins the current round, so one group
 //! of 1,000 jobs does not starve a later one of 1. Within a round the head expected to use the
-//! least CPU goes first (a task that timed out meanwhile before all; see [`expected_cpu`]), so
+//! least CPU goes first (a task that timed out meanwhile before all, then one whose ground
+//! truth slept, [`Job::expected_to_sleep`]; see [`expected_cpu`]), so
 //! a server fed many one-sample submissions answers its sleepers and short samples early and
 //! its clients keep sending; within a group, jobs keep the order given (longest first).
+//! Except on the costly lanes ([`Engine::with_costly_lanes`]): while fewer jobs than that
+//! run that were picked there, the head expected to use the MOST CPU goes, so a sample that
+//! needs a core for a minute starts as soon as it comes instead of last, after every cheap
+//! one, where it alone would make the run's tail.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -52,6 +57,10 @@ struct State {
     /// within a round (they probably wait too). Cleared whenever the queue runs dry.
     hurried: HashSet<String>,
     in_flight: HashMap<Ticket, (u64, Route)>,
+    /// How many jobs in flight may have been picked costliest first (0: none are).
+    costly_lanes: usize,
+    /// The jobs in flight that were.
+    costly: HashSet<Ticket>,
     /// Per group: (errors in a row with no verdict between, the limit that trips it).
     breakers: HashMap<u64, (usize, usize)>,
     cancelled: HashSet<u64>,
@@ -67,24 +76,44 @@ impl State {
         self.queues.values().map(VecDeque::len).sum()
     }
 
-    /// The group whose head goes next: the earliest round first; within it a hurried task's
-    /// head, then the head expected to use the least CPU, then the oldest (smallest ticket).
-    fn next_group(&self) -> Option<u64> {
+    /// The group whose head goes next, and whether it goes on a costly lane: the earliest
+    /// round first; within it a hurried task's head; then, while a costly lane is free, the
+    /// head expected to use the most CPU, else a cheap head (a known sleeper's first, then
+    /// the least CPU), else the costliest; then the oldest (smallest ticket).
+    fn next_group(&self) -> Option<(u64, bool)> {
+        let costly = self.costly.len() < self.costly_lanes;
         self.queues
             .iter()
             .filter_map(|(g, q)| q.front().map(|head| (*g, head)))
             .min_by(|(ga, a), (gb, b)| {
                 let round = |g: &u64| self.next_round.get(g).copied().unwrap_or(0);
                 let hurried = |e: &Entry| self.hurried.contains(e.job.task_id());
+                let cpu = |e: &Entry| expected_cpu(&e.job);
+                let sleeps = |e: &Entry| e.job.expected_to_sleep();
+                let cheap = |e: &Entry| cpu(e) <= CHEAP_CPU_SECS;
+                let by_cpu = if costly {
+                    cpu(b).total_cmp(&cpu(a))
+                } else if cheap(a) && cheap(b) {
+                    sleeps(b).cmp(&sleeps(a)).then(cpu(a).total_cmp(&cpu(b)))
+                } else {
+                    // Cheap ones first; among costly ones the costliest (the longest first
+                    // makes the shortest tail).
+                    cheap(b).cmp(&cheap(a)).then(cpu(b).total_cmp(&cpu(a)))
+                };
                 round(ga)
                     .cmp(&round(gb))
                     .then_with(|| hurried(b).cmp(&hurried(a)))
-                    .then_with(|| expected_cpu(&a.job).total_cmp(&expected_cpu(&b.job)))
+                    .then(by_cpu)
                     .then_with(|| a.ticket.cmp(&b.ticket))
             })
-            .map(|(g, _)| g)
+            .map(|(g, _)| (g, costly))
     }
 }
+
+/// A job expected to use at most this much CPU is cheap: outside the costly lanes the cheap
+/// go first (least first), since one delays a costlier job by little and its answer brings its
+/// client's next request; the costly follow costliest first.
+const CHEAP_CPU_SECS: f64 = 2.0;
 
 /// What a job is expected to take of a core: the ground truth's CPU time, else its expected
 /// test time (as if CPU-bound), else nothing known (0: it goes early and is measured).
@@ -130,8 +159,17 @@ pub(crate) struct Pass {
 }
 
 impl Engine {
+    #[cfg(test)]
     pub fn new() -> Arc<Engine> {
         Arc::new(Engine::default())
+    }
+
+    /// An engine where up to `lanes` jobs in flight are picked costliest first (see the
+    /// module docs); the rest least first.
+    pub fn with_costly_lanes(lanes: usize) -> Arc<Engine> {
+        let engine = Engine::default();
+        engine.state.lock().unwrap().costly_lanes = lanes;
+        Arc::new(engine)
     }
 
     /// A new submitter: its own turn in each round.
@@ -283,6 +321,7 @@ impl Engine {
         s.stopped = Some(result.as_ref().err().cloned());
         s.queues.clear();
         s.in_flight.clear();
+        s.costly.clear();
         drop(s);
         result
     }
@@ -291,6 +330,7 @@ impl Engine {
         let route = {
             let mut s = self.state.lock().unwrap();
             let route = s.in_flight.remove(&ticket);
+            s.costly.remove(&ticket);
             if let Some((group, _)) = &route {
                 let group = *group;
                 if let Some((errors, limit)) = s.breakers.get_mut(&group) {
@@ -327,7 +367,7 @@ impl JobSource for Engine {
         let s = self.state.lock().unwrap();
         let front = s
             .next_group()
-            .and_then(|g| s.queues.get(&g))
+            .and_then(|(g, _)| s.queues.get(&g))
             .and_then(|q| q.front());
         match front {
             Some(e) => Peek::Ready(e.job.task_id().to_string()),
@@ -338,7 +378,7 @@ impl JobSource for Engine {
 
     fn pull(&self) -> Option<(Ticket, Job)> {
         let mut s = self.state.lock().unwrap();
-        let group = s.next_group()?;
+        let (group, costly) = s.next_group()?;
         let queue = s.queues.get_mut(&group)?;
         let entry = queue.pop_front()?;
         if queue.is_empty() {
@@ -350,6 +390,9 @@ impl JobSource for Engine {
         s.next_round.insert(group, round + 1);
         if s.queues.is_empty() {
             s.hurried.clear();
+        }
+        if costly {
+            s.costly.insert(entry.ticket);
         }
         s.in_flight.insert(entry.ticket, (group, entry.route));
         Some((entry.ticket, entry.job))
@@ -421,10 +464,10 @@ mod tests {
     }
 
     #[test]
-    fn among_many_one_job_groups_the_least_expected_cpu_starts_first() {
+    fn among_many_one_job_groups_the_cheap_go_first_least_first_then_the_costliest() {
         let e = Engine::new();
-        // (task, expected wall, expected CPU): a sleeper like BigCodeBench/461 goes before a
-        // CPU-bound sample that takes less wall; without a CPU measure the wall stands in.
+        // (task, expected wall, expected CPU): a known sleeper like BigCodeBench/461 goes
+        // first (its wait overlaps the rest); without a CPU measure the wall stands in.
         let jobs = [
             ("cpu-bound", Some(72.0), Some(51.0)),
             ("sleeper", Some(156.0), Some(1.4)),
@@ -445,7 +488,7 @@ mod tests {
             .collect();
         assert_eq!(
             e.peek(),
-            Peek::Ready("unknown".into()),
+            Peek::Ready("sleeper".into()),
             "peek agrees with pull"
         );
         let order: Vec<String> = (0..5)
@@ -454,7 +497,39 @@ mod tests {
             .collect();
         assert_eq!(
             order,
-            ["unknown", "short", "sleeper", "wall-only", "cpu-bound"]
+            ["sleeper", "unknown", "short", "cpu-bound", "wall-only"]
+        );
+    }
+
+    #[test]
+    fn a_costly_lane_starts_the_costliest_job_while_the_others_take_the_cheapest() {
+        let e = Engine::with_costly_lanes(1);
+        let cpu_job = |t: &str, cpu: f64| Job {
+            expected_cpu_secs: Some(cpu),
+            ..job(t, 0)
+        };
+        let _passes: Vec<Pass> = [("a", 1.0), ("b", 50.0), ("c", 0.5), ("d", 12.0), ("e", 2.0)]
+            .iter()
+            .map(|(t, cpu)| e.enqueue(e.group(), vec![cpu_job(t, *cpu)], 4))
+            .collect();
+        let pull = || e.pull().unwrap();
+        let (costliest, j) = pull();
+        assert_eq!(j.task_id(), "b", "the lane is free: the costliest goes");
+        let (_, j) = pull();
+        assert_eq!(j.task_id(), "c", "the lane is taken: the cheapest goes");
+        let (cheap, j) = pull();
+        assert_eq!(j.task_id(), "a");
+        e.deliver(cheap, j, Err(ExecError::transient("x")));
+        assert_eq!(
+            e.peek(),
+            Peek::Ready("e".into()),
+            "a cheap job's end frees no lane"
+        );
+        e.deliver(costliest, job("b", 0), Err(ExecError::transient("x")));
+        assert_eq!(
+            e.peek(),
+            Peek::Ready("d".into()),
+            "the costly job's end frees its lane"
         );
     }
 

@@ -69,6 +69,9 @@ pub struct WarmOptions {
     pub remembered: usize,
     /// Verdicts of earlier runs (lookups only; recording is the sinks' business).
     pub cache: Option<Arc<VerdictCache>>,
+    /// Jobs in flight that may be picked costliest first (see `engine`): a share of the
+    /// workers, so a sample that needs a core for minutes starts when it comes; 0 = none.
+    pub costly_lanes: usize,
 }
 
 impl Default for WarmOptions {
@@ -79,6 +82,7 @@ impl Default for WarmOptions {
             dedup: true,
             remembered: DEFAULT_REMEMBERED,
             cache: None,
+            costly_lanes: 0,
         }
     }
 }
@@ -160,7 +164,7 @@ impl WarmSession {
         sinks: Vec<Box<dyn Sink + Send>>,
         opts: WarmOptions,
     ) -> Result<WarmSession, SessionError> {
-        let engine = Engine::new();
+        let engine = Engine::with_costly_lanes(opts.costly_lanes);
         let server = {
             let (engine, executor) = (engine.clone(), executor.clone());
             std::thread::Builder::new()

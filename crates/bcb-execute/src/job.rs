@@ -96,9 +96,23 @@ pub struct Job {
     pub kind: JobKind,
 }
 
+/// A run whose CPU time is below this share of its wall time slept.
+pub const SLEEPER_CPU_SHARE: f64 = 0.25;
+/// Ground truth shorter than this is not worth calling a sleeper: its wait is short anyway.
+const SLEEPER_MIN_SECS: f64 = 10.0;
+
 impl Job {
     pub fn task_id(&self) -> &str {
         &self.id.task_id
+    }
+
+    /// Whether the canonical solution mostly slept (BigCodeBench/461: 156 s of wall, 1.4 s of
+    /// CPU): its samples probably wait too, so they go early and their wait overlaps the rest.
+    pub fn expected_to_sleep(&self) -> bool {
+        match (self.expected_secs, self.expected_cpu_secs) {
+            (Some(wall), Some(cpu)) => wall >= SLEEPER_MIN_SECS && cpu < SLEEPER_CPU_SHARE * wall,
+            _ => false,
+        }
     }
 
     /// The script's input, when this is a script job.

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use super::freeze::{govern, promote_oldest, Role, Seat};
 use crate::intake::{JobSource, OnServed, Peek};
+use crate::job::SLEEPER_CPU_SHARE;
 use crate::{ExecError, Job, Outcome, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
@@ -49,8 +50,6 @@ const DEMAND_WINDOW: usize = 3;
 const MEMORY_RESERVE_MB: u64 = 512;
 /// Per-sample memory estimate when the limits give none.
 const DEFAULT_SAMPLE_MB: u64 = 1024;
-/// A timeout whose CPU time is below this share of its wall time slept.
-const SLEEPER_CPU_SHARE: f64 = 0.25;
 
 /// Most samples in flight when the caller does not say: `parallel` busy plus as many again,
 /// at least 8 (a sweep's sleepers of one task usually fit), memory permitting.
