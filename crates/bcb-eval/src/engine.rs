@@ -6,15 +6,15 @@
 //! job's result as it finishes and ends when every job of the pass was delivered or dropped
 //! (cancelled, or the executor stopped). Groups take turns in rounds: each group with queued
 //! jobs gets one job a round, and a group that arrives joins the current round, so one group
-//! of 1,000 jobs does not starve a later one of 1. Within a round the head expected to use the
-//! least CPU goes first (a task that timed out meanwhile before all, then one whose ground
-//! truth slept, [`Job::expected_to_sleep`]; see [`expected_cpu`]), so
-//! a server fed many one-sample submissions answers its sleepers and short samples early and
-//! its clients keep sending; within a group, jobs keep the order given (longest first).
-//! Except on the costly lanes ([`Engine::with_costly_lanes`]): while fewer jobs than that
-//! run that were picked there, the head expected to use the MOST CPU goes, so a sample that
-//! needs a core for a minute starts as soon as it comes instead of last, after every cheap
-//! one, where it alone would make the run's tail.
+//! of 1,000 jobs does not starve a later one of 1. Within a round, a task that timed out
+//! meanwhile goes before all; then, on the costly lanes ([`Engine::with_costly_lanes`]: while
+//! fewer jobs run that were picked there), the head expected to use the most CPU, so a sample
+//! that needs a core for a minute starts as it comes instead of last, where it alone would
+//! make the run's tail; elsewhere the cheap heads (a known sleeper's first,
+//! [`Job::expected_to_sleep`], then the least CPU; see [`expected_cpu`]), so a server fed many
+//! one-sample submissions answers its sleepers and short samples early and its clients keep
+//! sending, and after them the costliest. Within a group, jobs keep the order given (longest
+//! first).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -118,11 +118,10 @@ const CHEAP_CPU_SECS: f64 = 2.0;
 /// What a job is expected to take of a core: the ground truth's CPU time, else its expected
 /// test time (as if CPU-bound), else nothing known (0: it goes early and is measured).
 ///
-/// Least first across submitters, because the clients of a server wait for answers before
-/// they send more: a sample that sleeps (BigCodeBench/461: 156 s of wall, 1.4 s of CPU) or
-/// ends quickly is answered early and its client's next samples come while the cores are
-/// busy, instead of the cores idling at the end behind a sleeper that came last. A CPU-bound
-/// sample waits, but it fills the cores whenever it runs.
+/// The cheap least first across submitters, because the clients of a server wait for answers
+/// before they send more: a sample that sleeps (BigCodeBench/461: 156 s of wall, 1.4 s of
+/// CPU) or ends quickly is answered early and its client's next samples come while the cores
+/// are busy, instead of the cores idling at the end behind a sleeper that came last.
 fn expected_cpu(job: &Job) -> f64 {
     job.expected_cpu_secs.or(job.expected_secs).unwrap_or(0.0)
 }
