@@ -56,11 +56,11 @@ struct State {
     /// Tasks that had a sample time out while their jobs were queued: their heads go first
     /// within a round (they probably wait too). Cleared whenever the queue runs dry.
     hurried: HashSet<String>,
-    in_flight: HashMap<Ticket, (u64, Route)>,
+    /// Per job in flight: its group, where its result goes, and whether it was picked for a
+    /// costly lane.
+    in_flight: HashMap<Ticket, (u64, Route, bool)>,
     /// How many jobs in flight may have been picked costliest first (0: none are).
     costly_lanes: usize,
-    /// The jobs in flight that were.
-    costly: HashSet<Ticket>,
     /// Per group: (errors in a row with no verdict between, the limit that trips it).
     breakers: HashMap<u64, (usize, usize)>,
     cancelled: HashSet<u64>,
@@ -81,7 +81,7 @@ impl State {
     /// head expected to use the most CPU, else a cheap head (a known sleeper's first, then
     /// the least CPU), else the costliest; then the oldest (smallest ticket).
     fn next_group(&self) -> Option<(u64, bool)> {
-        let costly = self.costly.len() < self.costly_lanes;
+        let costly = self.in_flight.values().filter(|(.., c)| *c).count() < self.costly_lanes;
         self.queues
             .iter()
             .filter_map(|(g, q)| q.front().map(|head| (*g, head)))
@@ -320,7 +320,6 @@ impl Engine {
         s.stopped = Some(result.as_ref().err().cloned());
         s.queues.clear();
         s.in_flight.clear();
-        s.costly.clear();
         drop(s);
         result
     }
@@ -329,8 +328,7 @@ impl Engine {
         let route = {
             let mut s = self.state.lock().unwrap();
             let route = s.in_flight.remove(&ticket);
-            s.costly.remove(&ticket);
-            if let Some((group, _)) = &route {
+            if let Some((group, ..)) = &route {
                 let group = *group;
                 if let Some((errors, limit)) = s.breakers.get_mut(&group) {
                     let trip = match &result {
@@ -350,7 +348,7 @@ impl Engine {
             }
             route
         };
-        if let Some((_, route)) = route {
+        if let Some((_, route, _)) = route {
             // A pass nobody listens to any more (its submitter went away) drops it.
             let _ = route.tx.send(Delivery {
                 index: route.index,
@@ -390,10 +388,8 @@ impl JobSource for Engine {
         if s.queues.is_empty() {
             s.hurried.clear();
         }
-        if costly {
-            s.costly.insert(entry.ticket);
-        }
-        s.in_flight.insert(entry.ticket, (group, entry.route));
+        s.in_flight
+            .insert(entry.ticket, (group, entry.route, costly));
         Some((entry.ticket, entry.job))
     }
 

@@ -90,8 +90,9 @@ pub struct Job {
     pub time_limit: Duration,
     /// Expected test time (ground truth or shipped priors): schedules the longest first.
     pub expected_secs: Option<f64>,
-    /// Expected CPU time (the ground truth's): among many submitters the least first, so
-    /// sleepers and short samples are not held behind CPU-bound ones (see bcb-eval's engine).
+    /// Expected CPU time (the ground truth's): orders many submitters' jobs in bcb-eval's
+    /// engine (the cheap first, so sleepers and short samples are not held behind CPU-bound
+    /// ones; on its costly lanes the costliest first).
     pub expected_cpu_secs: Option<f64>,
     pub kind: JobKind,
 }

@@ -190,10 +190,10 @@ for host, port in (("127.0.0.1", {port}), ("1.1.1.1", 53)):
         hits.append("connected to %s:%d" % (host, port))
     except OSError:
         pass
-for path in ({secret:?}, "/etc/shadow", "/root/.bash_history", "/proc/1/environ"):
+for path in ({secret:?}, "/etc/shadow", {history:?}, "/proc/1/environ"):
     try:
         data = open(path).read()
-        if "s3cr3t" in data or path in ("/etc/shadow", "/root/.bash_history"):
+        if "s3cr3t" in data or path in ("/etc/shadow", {history:?}):
             hits.append("read " + path)
     except OSError:
         pass
@@ -210,6 +210,11 @@ print("contained" if not hits else hits)
 "#,
         secret = secret.to_str().unwrap(),
         victim = victim.to_str().unwrap(),
+        // The host user's own shell history: a home the sandbox must not show.
+        history = format!(
+            "{}/.bash_history",
+            std::env::var("HOME").unwrap_or_default()
+        ),
     );
     // A secret in this process's environment too (samples get a clean one).
     std::env::set_var("RUNCODE_TEST_SECRET", "s3cr3t");
