@@ -2,31 +2,50 @@
 //!
 //! Every running sample holds a role: the first `workers` in flight are *primary*, the ones
 //! the scheduler let in beyond them (while CPUs idled: samples that sleep or wait) are
-//! *extra*. When an extra sample wakes up and our runnable demand exceeds the cores
-//! (`min(workers, CPUs)`), the governor freezes it (cgroup v1 freezer, through its slot's
-//! supervisor), newest first, and thaws the oldest frozen one once a core has stayed free
-//! for a few intervals. Runnable is not enough to be frozen: the sample must also have used
-//! CPU over the last interval ([`FREEZE_CPU_SHARE`] of a core). A sleeper that wakes into a
-//! run queue the machine's other load keeps long shows runnable while it waits, yet takes
-//! nothing from anyone; frozen, it would wait until a core stays free (in a CPU-bound run,
-//! until it becomes primary) and its sleep would stop overlapping the run.
-//! A frozen sample's deadlines stop with it: its supervisor moves its
-//! kill deadline and the in-sample alarm by the time it spent frozen (`harness.py`), and the
-//! slot's own watchdog here does the same. A sample that sleeps is never runnable, so it is
-//! never frozen and its sleep overlaps the others as before.
+//! *extra*.
+//!
+//! Where the slot has a cgroup v1 `cpu` group (root, with the freezer: the usual case), an
+//! extra sample that computes runs at the lowest CPU weight (`cpu.shares` 2 against a
+//! primary's 1024): the kernel gives it only what the primaries leave, with no measurement
+//! in between, so it fills the fraction of a core a thread pool leaves as well as a whole
+//! idle one. An extra starts at the default weight and drops to the lowest once it used a
+//! quarter of a core over an interval (100 ms); it gets the default back once it asks for
+//! less than that. A sample that mostly sleeps so keeps the default weight, and its brief
+//! wake-ups are served at once (at the lowest weight beside busy primaries, a server thread
+//! can wait a second for a millisecond of CPU and miss its test's fixed sleep).
+//! What an extra loses waiting for a core is credited to its clock every interval (its
+//! threads' wait over their wait plus run, from `/proc/TID/schedstat`): its supervisor moves
+//! its kill deadline and the in-sample alarm by that time (`harness.py`, op `credit`), and
+//! the slot's own watchdog here does the same, so a verdict does not depend on what ran
+//! beside it. When it becomes primary, it gets the default weight back.
+//!
+//! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
+//! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
+//! threads' time on a CPU or waiting for one over the last interval) exceeds the cores
+//! (`min(workers, CPUs)`), it freezes extras, newest first, and thaws the oldest frozen one
+//! once a whole core has stayed free for a few intervals. Asking is not enough to be frozen:
+//! the sample must also have used CPU over the last interval ([`FREEZE_CPU_SHARE`] of a
+//! core). A sleeper that wakes into a run queue the machine's other load keeps long asks
+//! while it waits, yet takes nothing; frozen, it would wait until a core stays free (in a
+//! CPU-bound run, until it becomes primary) and its sleep would stop overlapping the run.
+//! A frozen sample's deadlines stop with it, as for credited time. A slot warming up for an
+//! extra sample (seconds of imports, in the freezer cgroup only) is governed this way too.
+//! A sample that sleeps asks for nothing, so it is never frozen and its sleep overlaps the
+//! others as before.
 //!
 //! Roles belong to running samples, not to workers: when a primary sample ends while extras
-//! run, the oldest extra becomes primary (thawed, never frozen again) and the worker's next
-//! sample is the extra one.
+//! run, the oldest extra becomes primary (thawed, never frozen again, at the default weight)
+//! and the worker's next sample is the extra one.
 //!
 //! Where there is no freezer cgroup (no root, cgroup v2 without a delegated subtree), no
 //! sample can be frozen, so by default none is admitted beyond `--parallel`
 //! (`Base::admission`); an explicit `--max-in-flight` still overlaps, unguarded.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,6 +55,16 @@ use super::sandbox::thaw_cgroup;
 const THAW_WINDOW: usize = 3;
 /// Share of a core an extra sample must have used over the last interval to be frozen.
 const FREEZE_CPU_SHARE: f64 = 0.25;
+/// Demand over the cores (in cores) tolerated before an extra is frozen, and by which a
+/// thaw may overshoot them: measurement noise of a 100-ms interval, not a share of a core
+/// worth taking from a primary sample.
+const DEMAND_SLACK: f64 = 0.15;
+/// cgroup v1 `cpu.shares` of a primary sample (the kernel's default) and of an extra one
+/// (the kernel's minimum: about 0.2% of a core against one primary that wants it).
+const PRIMARY_CPU_SHARES: u32 = 1024;
+const EXTRA_CPU_SHARES: u32 = 2;
+/// Share of a core under which a shielded extra with runnable threads counts as starved.
+const STARVED_CPU_SHARE: f64 = 0.05;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -56,6 +85,11 @@ struct Clock {
 /// A running sample that can be frozen: its freezer cgroup and its supervisor's control pipe.
 pub(crate) struct Freezable {
     cgroup: PathBuf,
+    /// The slot's cpu cgroup: where there is one, an extra sample is never frozen but runs
+    /// at the lowest CPU weight, its clock credited with the time it waited for a core.
+    cpu: Option<PathBuf>,
+    /// The `cpu.shares` last written (0: none yet).
+    shares: AtomicU32,
     /// The supervisor's control pipe; `None`: a slot warming up inside the cgroup, frozen
     /// directly (its supervisor is frozen with it).
     ctrl: Option<Arc<File>>,
@@ -65,9 +99,11 @@ pub(crate) struct Freezable {
 }
 
 impl Freezable {
-    pub fn new(cgroup: PathBuf, ctrl: Arc<File>, key: u64) -> Freezable {
+    pub fn new(cgroup: PathBuf, cpu: Option<PathBuf>, ctrl: Arc<File>, key: u64) -> Freezable {
         Freezable {
             cgroup,
+            cpu,
+            shares: AtomicU32::new(0),
             ctrl: Some(ctrl),
             key,
             clock: Mutex::new(Clock::default()),
@@ -78,6 +114,8 @@ impl Freezable {
     pub fn warming(cgroup: PathBuf) -> Freezable {
         Freezable {
             cgroup,
+            cpu: None,
+            shares: AtomicU32::new(0),
             ctrl: None,
             key: 0,
             clock: Mutex::new(Clock::default()),
@@ -85,15 +123,67 @@ impl Freezable {
     }
 
     fn op(&self, op: &str) -> bool {
+        self.send(&format!("{{\"op\":\"{op}\",\"key\":{}}}\n", self.key), op)
+    }
+
+    fn send(&self, line: &str, op: &str) -> bool {
         match &self.ctrl {
             // One short line: a single atomic pipe write, whoever else writes to the pipe.
-            Some(ctrl) => (&**ctrl)
-                .write_all(format!("{{\"op\":\"{op}\",\"key\":{}}}\n", self.key).as_bytes())
-                .is_ok(),
+            Some(ctrl) => (&**ctrl).write_all(line.as_bytes()).is_ok(),
             None => {
-                let state = if op == "freeze" { "FROZEN" } else { "THAWED" };
+                let state = match op {
+                    "freeze" => "FROZEN",
+                    "thaw" => "THAWED",
+                    _ => return false,
+                };
                 std::fs::write(self.cgroup.join("freezer.state"), state).is_ok()
             }
+        }
+    }
+
+    /// Where the slot has a cpu cgroup: the sample's CPU weight (`cpu.shares`), written
+    /// only when it changes.
+    fn set_shares(&self, shares: u32) {
+        if let Some(cpu) = &self.cpu {
+            if self.shares.swap(shares, Ordering::Relaxed) != shares {
+                let _ = std::fs::write(cpu.join("cpu.shares"), shares.to_string());
+            }
+        }
+    }
+
+    /// An extra sample's weight after a measurement: the lowest once it used a share of a
+    /// core ([`FREEZE_CPU_SHARE`]) at the default weight, the default again once it went
+    /// quiet at the lowest (no thread runnable at two measurements, little CPU used). A sample that mostly
+    /// sleeps so keeps the default weight, and its rare wake-ups are served at once: starved
+    /// at the lowest weight, a server thread could miss its test's fixed `sleep(1)`.
+    fn reweigh(&self, used: f64, quiet: bool) {
+        let shares = match self.shares.load(Ordering::Relaxed) {
+            PRIMARY_CPU_SHARES if used >= FREEZE_CPU_SHARE => EXTRA_CPU_SHARES,
+            EXTRA_CPU_SHARES if quiet && used < FREEZE_CPU_SHARE => PRIMARY_CPU_SHARES,
+            current => current,
+        };
+        self.set_shares(shares);
+    }
+
+    /// Whether an extra sample here runs at the lowest weight instead of being frozen.
+    fn shielded(&self) -> bool {
+        self.cpu.is_some() && self.ctrl.is_some()
+    }
+
+    /// Time the sample waited for a core while it ran at the lowest weight: its deadlines
+    /// move by it, as they do by frozen time (the supervisor adds it to the same clock).
+    fn credit(&self, lost: Duration) {
+        let mut c = self.clock.lock().unwrap();
+        if c.ended || c.since.is_some() {
+            return;
+        }
+        let line = format!(
+            "{{\"op\":\"credit\",\"key\":{},\"secs\":{:.6}}}\n",
+            self.key,
+            lost.as_secs_f64()
+        );
+        if self.send(&line, "credit") {
+            c.total += lost;
         }
     }
 
@@ -136,21 +226,29 @@ impl Freezable {
         c.total + c.since.map_or(Duration::ZERO, |s| s.elapsed())
     }
 
-    /// Runnable threads in the sample's cgroup (the sample and everything it started).
-    fn runnable(&self) -> usize {
+    /// Each thread of the sample's cgroup (the sample and everything it started) with the
+    /// time it has spent on a CPU and waiting for one (`/proc/TID/schedstat`, ns): integrated
+    /// over an interval, what the sample asked of the cores, not a moment's run-queue count
+    /// (a thread pool's momentary runnable threads overstate what it uses).
+    /// Also how many of the threads are runnable now (on a CPU or waiting for one: the
+    /// kernel adds a wait to `schedstat` only once the thread gets its CPU, so a thread
+    /// starved at the lowest weight shows there late, and here at once).
+    fn runnable_ns(&self) -> (ThreadTimes, usize) {
         let Ok(tasks) = std::fs::read_to_string(self.cgroup.join("tasks")) else {
-            return 0;
+            return (ThreadTimes::new(), 0);
         };
-        tasks
+        let mut runnable = 0;
+        let times = tasks
             .split_whitespace()
-            .filter(|tid| {
-                std::fs::read_to_string(format!("/proc/{tid}/stat")).is_ok_and(|stat| {
-                    stat.rsplit_once(')')
-                        .and_then(|(_, rest)| rest.trim_start().chars().next())
-                        == Some('R')
-                })
+            .filter_map(|tid| {
+                let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+                let state = stat.rsplit_once(')')?.1.trim_start().chars().next();
+                runnable += usize::from(state == Some('R'));
+                let sched = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
+                Some((tid.parse().ok()?, schedstat_ns(&sched)?))
             })
-            .count()
+            .collect();
+        (times, runnable)
     }
 
     /// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so
@@ -165,6 +263,12 @@ impl Freezable {
             .map(|stat| process_ticks(&stat))
             .sum()
     }
+}
+
+/// Time on a CPU and time waiting for one (ns), from a `/proc/TID/schedstat` line.
+fn schedstat_ns(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
 }
 
 /// utime + stime + cutime + cstime of one `/proc/PID/stat` line (0 if unreadable).
@@ -192,11 +296,23 @@ struct Running {
     role: Role,
     started: Instant,
     sample: Option<Arc<Freezable>>,
-    /// Runnable threads at the last [`THAW_WINDOW`] measurements.
-    recent: VecDeque<usize>,
-    /// The sample's CPU ticks at the last measurement while thawed (none while frozen:
-    /// a thawed sample starts a fresh baseline).
-    last_cpu: Option<(Instant, u64)>,
+    /// Cores the sample asked for (see [`View::demand`]) at the last [`THAW_WINDOW`]
+    /// measurements while thawed.
+    recent: VecDeque<f64>,
+    /// The last measurement while thawed: when, the CPU ticks, and each thread's runnable
+    /// time (none while frozen: a thawed sample starts a fresh baseline).
+    last: Option<Measured>,
+}
+
+/// Each thread's time on a CPU and time waiting for one (ns), by thread id.
+type ThreadTimes = HashMap<u32, (u64, u64)>;
+
+struct Measured {
+    at: Instant,
+    cpu_ticks: u64,
+    runnable_ns: ThreadTimes,
+    /// Threads runnable at the measurement.
+    runnable: usize,
 }
 
 /// What one worker is running: shared by the worker (which starts and ends samples and
@@ -213,7 +329,7 @@ impl Seat {
             started: Instant::now(),
             sample: None,
             recent: VecDeque::new(),
-            last_cpu: None,
+            last: None,
         });
     }
 
@@ -230,6 +346,8 @@ impl Seat {
     /// A sample that is already extra starts thawed; the governor decides from there.
     pub fn attach(&self, sample: Arc<Freezable>) {
         if let Some(r) = self.running.lock().unwrap().as_mut() {
+            // An extra one too starts at the default weight: it has not shown what it does.
+            sample.set_shares(PRIMARY_CPU_SHARES);
             r.sample = Some(sample);
         }
     }
@@ -270,6 +388,7 @@ pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
         r.role = Role::Primary;
         if let Some(f) = &r.sample {
             f.thaw();
+            f.set_shares(PRIMARY_CPU_SHARES);
         }
     }
     true
@@ -281,15 +400,27 @@ pub(crate) struct View {
     pub role: Role,
     pub started: Instant,
     pub frozen: bool,
-    /// Runnable threads now (0 while frozen).
-    pub runnable: usize,
-    /// The most runnable threads over the last few measurements.
-    pub recent: usize,
-    /// Runnable at this measurement and the one before: a sample that only starts up (a
-    /// fork, its imports) and then sleeps is not frozen for that moment.
+    /// Cores the sample asked for over the last interval: its threads' time on a CPU or
+    /// waiting for one, per second of wall (or the CPU it used, reaped children included,
+    /// if more). 0 while frozen, and for the first measurement of a sample.
+    pub demand: f64,
+    /// The most it asked for over the last few measurements; a whole core for a sample
+    /// seen fewer times (just started or just thawed, it has not shown what it does yet).
+    pub recent: f64,
+    /// Asked for [`FREEZE_CPU_SHARE`] of a core at this measurement and the one before: a
+    /// sample that only starts up (a fork, its imports) and then sleeps is not frozen for
+    /// that moment.
     pub sustained: bool,
-    /// Used at least [`FREEZE_CPU_SHARE`] of a core since the last measurement.
+    /// Used at least [`FREEZE_CPU_SHARE`] of a core since the last measurement (a sample
+    /// that only waited for a core takes nothing from anyone).
     pub busy: bool,
+    /// Runs at the lowest CPU weight while extra: it cannot take a core from a primary
+    /// sample, so it is frozen only when starved (its clock is credited otherwise).
+    pub shielded: bool,
+    /// A shielded extra at the lowest weight that had threads runnable at this measurement
+    /// and the one before yet used almost no CPU: the others keep the cores. Frozen, its
+    /// clock stops exactly, where a credit would come only once it got a core again.
+    pub starved: bool,
 }
 
 /// What the governor does this interval, as indices into the views.
@@ -299,51 +430,53 @@ pub(crate) struct Decision {
     pub thaw: Option<usize>,
 }
 
-/// Freeze running extras, newest first, until our runnable demand fits the `cores`; or, when
-/// a core has stayed free over the window, thaw the oldest frozen extra.
+/// Freeze running extras that are not shielded (see [`View::shielded`]), newest first, until
+/// what our samples ask of the CPUs fits the `cores` (within [`DEMAND_SLACK`]); or, when a
+/// whole core has stayed free over the window, thaw the oldest frozen extra (it was frozen
+/// busy: it will want a core).
 pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
     let mut d = Decision::default();
+    let cores = cores as f64;
     let mut extras: Vec<usize> = (0..views.len())
         .filter(|&i| views[i].role == Role::Extra)
         .collect();
     extras.sort_by_key(|&i| views[i].started);
-    let primary_now: usize = views
-        .iter()
-        .filter(|v| v.role == Role::Primary)
-        .map(|v| v.runnable)
-        .sum();
-    let mut total = primary_now
-        + extras
-            .iter()
-            .filter(|&&i| !views[i].frozen)
-            .map(|&i| views[i].runnable)
-            .sum::<usize>();
+    let mut total: f64 = views.iter().filter(|v| !v.frozen).map(|v| v.demand).sum();
     for &i in extras.iter().rev() {
-        if total <= cores {
+        if total <= cores + DEMAND_SLACK {
             break;
         }
         let v = &views[i];
-        if !v.frozen && v.runnable > 0 && v.sustained && v.busy {
+        if !v.frozen && !v.shielded && v.sustained && v.busy {
             d.freeze.push(i);
-            total -= v.runnable;
+            total -= v.demand;
         }
     }
+    d.freeze.extend(
+        extras
+            .iter()
+            .copied()
+            .filter(|&i| views[i].starved && !views[i].frozen),
+    );
     if !d.freeze.is_empty() {
         return d;
     }
-    let recent: usize = views
+    let recent: f64 = views
         .iter()
         .filter(|v| !v.frozen)
-        .map(|v| v.recent.max(v.runnable))
+        .map(|v| v.recent.max(v.demand))
         .sum();
-    if recent < cores {
-        d.thaw = extras.into_iter().find(|&i| views[i].frozen);
-    }
+    // A shielded extra takes only what the others leave: half a core free is worth it.
+    d.thaw = extras.into_iter().find(|&i| views[i].frozen).filter(|&i| {
+        let room = if views[i].shielded { 0.5 } else { 1.0 };
+        recent + room <= cores + DEMAND_SLACK
+    });
     d
 }
 
 /// One governor step over every seat: measure, decide, act.
 pub(crate) fn govern(seats: &[Seat], cores: usize) {
+    let ticks_per_sec = clock_ticks_per_sec();
     let mut views = Vec::new();
     let mut handles = Vec::new();
     for seat in seats {
@@ -353,41 +486,68 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
             continue;
         };
         let frozen = sample.is_frozen();
-        let runnable = if frozen { 0 } else { sample.runnable() };
-        let mut busy = false;
+        let (mut demand, mut busy, mut starved) = (0.0, false, false);
         if frozen {
-            r.last_cpu = None;
+            r.last = None;
         } else {
-            r.recent.push_back(runnable);
-            if r.recent.len() > THAW_WINDOW {
-                r.recent.pop_front();
-            }
-            // Only extras can be frozen: only their CPU is worth measuring.
-            if r.role == Role::Extra {
-                let now = (Instant::now(), sample.cpu_ticks());
-                if let Some((then, ticks)) = r.last_cpu {
-                    let secs = now.0.duration_since(then).as_secs_f64();
-                    let used = now.1.saturating_sub(ticks) as f64 / clock_ticks_per_sec();
-                    busy = secs > 0.0 && used >= FREEZE_CPU_SHARE * secs;
+            let (times, runnable) = sample.runnable_ns();
+            let now = Measured {
+                at: Instant::now(),
+                cpu_ticks: sample.cpu_ticks(),
+                runnable_ns: times,
+                runnable,
+            };
+            if let Some(then) = &r.last {
+                let secs = now.at.duration_since(then.at).as_secs_f64();
+                if secs > 0.0 {
+                    // A thread new since the last measurement counts from its start.
+                    let (mut ran, mut waited) = (0u64, 0u64);
+                    for (tid, (run, wait)) in &now.runnable_ns {
+                        let (run0, wait0) = then.runnable_ns.get(tid).copied().unwrap_or_default();
+                        ran += run.saturating_sub(run0);
+                        waited += wait.saturating_sub(wait0);
+                    }
+                    let used = now.cpu_ticks.saturating_sub(then.cpu_ticks) as f64 / ticks_per_sec;
+                    busy = used >= FREEZE_CPU_SHARE * secs;
+                    demand = ((ran + waited) as f64 / 1e9).max(used) / secs;
+                    if r.role == Role::Extra && sample.shielded() {
+                        let asking = now.runnable > 0 && then.runnable > 0;
+                        let quiet = now.runnable == 0 && then.runnable == 0;
+                        starved = asking
+                            && used < STARVED_CPU_SHARE * secs
+                            && sample.shares.load(Ordering::Relaxed) == EXTRA_CPU_SHARES;
+                        sample.reweigh(used / secs, quiet);
+                        if waited > 0 {
+                            // The share of the interval it wanted a core and had none (for
+                            // a thread pool, the share of its threads' wanting): time lost.
+                            let lost = secs * waited as f64 / (ran + waited) as f64;
+                            sample.credit(Duration::from_secs_f64(lost));
+                        }
+                    }
                 }
-                r.last_cpu = Some(now);
+                r.recent.push_back(demand);
+                if r.recent.len() > THAW_WINDOW {
+                    r.recent.pop_front();
+                }
             }
+            r.last = Some(now);
         }
         let n = r.recent.len();
-        let sustained = !frozen && n >= 2 && r.recent.iter().skip(n - 2).all(|&x| x > 0);
+        let sustained =
+            !frozen && n >= 2 && r.recent.iter().skip(n - 2).all(|&x| x >= FREEZE_CPU_SHARE);
         views.push(View {
             role: r.role,
             started: r.started,
             frozen,
-            runnable,
+            demand,
             sustained,
             busy,
-            // A sample seen fewer times than the window counts as busy: just started, or
-            // just thawed, it has not shown what it does yet.
-            recent: if r.recent.len() < THAW_WINDOW {
-                1
+            starved,
+            shielded: sample.shielded(),
+            recent: if n < THAW_WINDOW {
+                1.0
             } else {
-                r.recent.iter().copied().max().unwrap_or(0)
+                r.recent.iter().copied().fold(0.0, f64::max)
             },
         });
         handles.push(sample);
@@ -407,15 +567,17 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
 mod tests {
     use super::*;
 
-    fn view(role: Role, age: u64, frozen: bool, runnable: usize, recent: usize) -> View {
+    fn view(role: Role, age: u64, frozen: bool, demand: f64, recent: f64) -> View {
         View {
             role,
             started: Instant::now() - Duration::from_secs(100 - age),
             frozen,
-            runnable,
+            demand,
             recent,
-            sustained: runnable > 0,
-            busy: runnable > 0,
+            sustained: demand > 0.0,
+            busy: demand > 0.0,
+            starved: false,
+            shielded: false,
         }
     }
 
@@ -424,36 +586,45 @@ mod tests {
         // A sleeper woke into a run queue that other load keeps long: it waits for a core
         // (runnable) but takes nothing; the busy one beside it is frozen.
         let mut views = [
-            view(Role::Primary, 0, false, 1, 1),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, false, 1, 1),
-            view(Role::Extra, 3, false, 1, 1),
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, false, 1.0, 1.0),
+            view(Role::Extra, 3, false, 1.0, 1.0),
         ];
         views[3].busy = false;
         assert_eq!(decide(&views, 2).freeze, [2]);
     }
 
-    #[test]
-    fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
+    /// What `measure` grows by over half a second for a sleeping and a spinning process,
+    /// each alone in a fake cgroup folder (its pid in `cgroup.procs` and `tasks`).
+    fn asleep_and_spinning(measure: impl Fn(&Freezable) -> u64) -> (u64, u64) {
         use std::process::Command;
-        let ticks = |pid: u32| {
+        let grown = |pid: u32| {
             let dir = tempfile::tempdir().unwrap();
-            std::fs::write(dir.path().join("cgroup.procs"), format!("{pid}\n")).unwrap();
+            for file in ["cgroup.procs", "tasks"] {
+                std::fs::write(dir.path().join(file), format!("{pid}\n")).unwrap();
+            }
             let f = Freezable::warming(dir.path().to_path_buf());
-            let before = f.cpu_ticks();
+            let before = measure(&f);
             std::thread::sleep(Duration::from_millis(500));
-            f.cpu_ticks() - before
+            measure(&f) - before
         };
         let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
         let mut spinner = Command::new("sh")
             .args(["-c", "while :; do :; done"])
             .spawn()
             .unwrap();
-        let (asleep, spinning) = (ticks(sleeper.id()), ticks(spinner.id()));
+        let seen = (grown(sleeper.id()), grown(spinner.id()));
         for child in [&mut sleeper, &mut spinner] {
             let _ = child.kill();
             let _ = child.wait();
         }
+        seen
+    }
+
+    #[test]
+    fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
+        let (asleep, spinning) = asleep_and_spinning(Freezable::cpu_ticks);
         assert_eq!(asleep, 0);
         assert!(spinning > 0, "a spinning process uses CPU ticks");
         let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
@@ -461,11 +632,89 @@ mod tests {
     }
 
     #[test]
+    fn runnable_time_counts_a_spinning_thread_and_not_a_sleeping_one() {
+        let (asleep, spinning) = asleep_and_spinning(|f| {
+            f.runnable_ns()
+                .0
+                .values()
+                .map(|(run, wait)| run + wait)
+                .sum()
+        });
+        assert!(
+            asleep < 10_000_000,
+            "a sleeper asks for nothing: {asleep} ns"
+        );
+        // on a CPU or waiting for one the whole time, however loaded the machine
+        assert!(
+            spinning > 400_000_000,
+            "a spinner asks for a core: {spinning} ns"
+        );
+        assert_eq!(schedstat_ns("1500 250 7\n"), Some((1500, 250)));
+        assert_eq!(schedstat_ns("garbage"), None);
+    }
+
+    #[test]
+    fn a_thread_pool_using_less_than_a_core_leaves_room_for_a_frozen_extra() {
+        // A TensorFlow sample's threads: often two or three runnable at a moment, yet under
+        // a core of use over an interval. A whole core is free: the frozen extra thaws.
+        let views = [
+            view(Role::Primary, 0, false, 0.0, 0.0), // sleeps
+            view(Role::Primary, 1, false, 0.8, 0.95),
+            view(Role::Extra, 2, true, 0.0, 1.0),
+        ];
+        assert_eq!(decide(&views, 2).thaw, Some(2));
+        // a little more than that, and thawing would take from the primary
+        let views = [
+            view(Role::Primary, 0, false, 0.0, 0.0),
+            view(Role::Primary, 1, false, 1.3, 1.3),
+            view(Role::Extra, 2, true, 0.0, 1.0),
+        ];
+        assert_eq!(decide(&views, 2), Decision::default());
+    }
+
+    #[test]
+    fn a_shielded_extra_is_frozen_only_when_starved_and_thaws_with_half_a_core_free() {
+        let shielded = |age, frozen, demand, recent, starved| View {
+            shielded: true,
+            starved,
+            ..view(Role::Extra, age, frozen, demand, recent)
+        };
+        // Busy primaries and a busy extra at the lowest weight beside them: it takes only
+        // what they leave, so it is not frozen for the demand...
+        let views = [
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            shielded(2, false, 1.0, 1.0, false),
+        ];
+        assert_eq!(decide(&views, 2), Decision::default());
+        // ...but once it gets nothing at all, its clock must stop exactly: frozen.
+        let views = [
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            shielded(2, false, 0.0, 1.0, true),
+        ];
+        assert_eq!(decide(&views, 2).freeze, [2]);
+        // A thread pool leaves 0.6 of a core: enough for it, not for an unshielded one.
+        let views = [
+            view(Role::Primary, 0, false, 0.0, 0.0),
+            view(Role::Primary, 1, false, 1.4, 1.4),
+            shielded(2, true, 0.0, 1.0, false),
+        ];
+        assert_eq!(decide(&views, 2).thaw, Some(2));
+        let views = [
+            view(Role::Primary, 0, false, 0.0, 0.0),
+            view(Role::Primary, 1, false, 1.4, 1.4),
+            view(Role::Extra, 2, true, 0.0, 1.0),
+        ];
+        assert_eq!(decide(&views, 2), Decision::default());
+    }
+
+    #[test]
     fn a_moment_of_cpu_is_not_frozen() {
         let mut views = [
-            view(Role::Primary, 0, false, 1, 1),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, false, 1, 1),
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, false, 1.0, 1.0),
         ];
         views[2].sustained = false; // starting up, say
         assert_eq!(decide(&views, 2), Decision::default());
@@ -474,11 +723,11 @@ mod tests {
     #[test]
     fn a_waking_extra_is_frozen_when_the_primaries_use_the_cores() {
         let views = [
-            view(Role::Primary, 0, false, 1, 1),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, false, 0, 0), // asleep: left alone
-            view(Role::Extra, 3, false, 1, 1),
-            view(Role::Extra, 4, false, 4, 4),
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, false, 0.0, 0.0), // asleep: left alone
+            view(Role::Extra, 3, false, 1.0, 1.0),
+            view(Role::Extra, 4, false, 4.0, 4.0),
         ];
         let d = decide(&views, 2);
         assert_eq!(d.freeze, [4, 3], "newest first, every runnable extra");
@@ -488,16 +737,16 @@ mod tests {
     #[test]
     fn extras_run_on_cores_the_primaries_leave_free() {
         let views = [
-            view(Role::Primary, 0, false, 0, 0), // sleeps
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, false, 1, 1),
+            view(Role::Primary, 0, false, 0.0, 0.0), // sleeps
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, false, 1.0, 1.0),
         ];
         assert_eq!(decide(&views, 2), Decision::default());
         // a primary wakes: the extra gives its core back
         let views = [
-            view(Role::Primary, 0, false, 1, 1),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, false, 1, 1),
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, false, 1.0, 1.0),
         ];
         assert_eq!(decide(&views, 2).freeze, [2]);
     }
@@ -505,17 +754,17 @@ mod tests {
     #[test]
     fn the_oldest_frozen_extra_thaws_once_a_core_stayed_free() {
         let views = [
-            view(Role::Primary, 0, false, 0, 0),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 3, true, 0, 1),
-            view(Role::Extra, 2, true, 0, 1),
+            view(Role::Primary, 0, false, 0.0, 0.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 3, true, 0.0, 1.0),
+            view(Role::Extra, 2, true, 0.0, 1.0),
         ];
         assert_eq!(decide(&views, 2).thaw, Some(3));
         // the idle primary was busy a moment ago: wait
         let views = [
-            view(Role::Primary, 0, false, 0, 1),
-            view(Role::Primary, 1, false, 1, 1),
-            view(Role::Extra, 2, true, 0, 1),
+            view(Role::Primary, 0, false, 0.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, true, 0.0, 1.0),
         ];
         assert_eq!(decide(&views, 2), Decision::default());
     }
@@ -523,8 +772,8 @@ mod tests {
     #[test]
     fn primaries_are_never_frozen_even_when_they_alone_oversubscribe() {
         let views = [
-            view(Role::Primary, 0, false, 8, 8),
-            view(Role::Primary, 1, false, 8, 8),
+            view(Role::Primary, 0, false, 8.0, 8.0),
+            view(Role::Primary, 1, false, 8.0, 8.0),
         ];
         assert_eq!(decide(&views, 2), Decision::default());
     }
@@ -556,6 +805,7 @@ mod tests {
         drop(r); // the supervisor is gone: writes fail
         let f = Freezable::new(
             dir.path().to_path_buf(),
+            None,
             Arc::new(File::from(std::os::fd::OwnedFd::from(w))),
             0,
         );

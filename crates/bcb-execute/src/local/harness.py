@@ -20,6 +20,8 @@
 #              {op: "freeze" | "thaw", key}     -- while job `key` runs: stop / resume the sample
 #                 (its freezer cgroup, `freezer` in the config); frozen time extends both
 #                 the in-sample alarm and the supervisor's deadline (ignored between jobs)
+#              {op: "credit", key, secs}        -- job `key` waited `secs` for a core at the
+#                 lowest CPU weight (an extra sample): its deadlines move as by frozen time
 #   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
 #              {event: "started", key, pid}
 #              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
@@ -2065,6 +2067,13 @@ class Freezer:
             self.write("FROZEN")
         elif op == "thaw":
             self.thaw()
+        elif op == "credit" and not self.done:
+            # Time it waited for a core at the lowest CPU weight: counted as frozen time.
+            secs = msg.get("secs")
+            if isinstance(secs, (int, float)) and 0 < secs <= 10:
+                self.total += secs
+                if self.since is None:
+                    frozen_clock_write(self.total)
 
     def thaw(self):
         if self.since is not None:

@@ -114,6 +114,7 @@ impl Base {
             preload: preload.iter().map(|s| s.to_string()).collect(),
             cgroups: cgroups.dirs.clone(),
             freezer: cgroups.freezer.clone(),
+            cpu: cgroups.cpu.clone(),
             workroot,
             one_shot,
             harness: self.root.path().join("bcb_harness.py"),

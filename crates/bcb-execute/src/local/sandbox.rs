@@ -38,6 +38,10 @@ pub struct Isolation {
     /// exceeds the cores (see `freeze.rs`).
     #[serde(skip)]
     pub cgroup_freezer: Option<PathBuf>,
+    /// cgroup v1 cpu controller: samples beyond `--parallel` run at the lowest CPU weight,
+    /// so they take only what the others leave (see `freeze.rs`).
+    #[serde(skip)]
+    pub cgroup_cpu: Option<PathBuf>,
 }
 
 impl Isolation {
@@ -401,6 +405,7 @@ impl Isolation {
             cgroup_memory: host.cgroup_memory,
             cgroup_pids: host.cgroup_pids,
             cgroup_freezer: host.cgroup_freezer,
+            cgroup_cpu: host.cgroup_cpu,
         }
     }
 }
@@ -440,9 +445,15 @@ pub fn host_isolation() -> Isolation {
             iso.cgroup_memory = cgroup_controller("memory");
             iso.cgroup_pids = cgroup_controller("pids");
             iso.cgroup_freezer = cgroup_controller("freezer");
-            for root in [&iso.cgroup_freezer, &iso.cgroup_memory, &iso.cgroup_pids]
-                .into_iter()
-                .flatten()
+            iso.cgroup_cpu = cgroup_controller("cpu");
+            for root in [
+                &iso.cgroup_freezer,
+                &iso.cgroup_memory,
+                &iso.cgroup_pids,
+                &iso.cgroup_cpu,
+            ]
+            .into_iter()
+            .flatten()
             {
                 sweep_stale_cgroups(root);
             }
@@ -459,6 +470,8 @@ pub(crate) struct SlotCgroups {
     pub dirs: Vec<PathBuf>,
     /// The freezer cgroup among `dirs`, if any.
     pub freezer: Option<PathBuf>,
+    /// The cpu cgroup among `dirs`, if any (the sample's CPU weight follows its role).
+    pub cpu: Option<PathBuf>,
 }
 
 /// Removes the slot cgroups of bcb processes that are gone (`bcb-{pid}-…` whose pid is dead),
@@ -490,6 +503,22 @@ pub(crate) fn sweep_stale_cgroups(root: &Path) {
         remove_cgroup(&dir);
         tracing::debug!("removed the stale cgroup {}", dir.display());
     }
+}
+
+/// This process's cgroup in the v1 hierarchy of `controller` mounted at `root` (the root
+/// itself where /proc/self/cgroup does not say).
+fn own_cgroup(root: &Path, controller: &str) -> PathBuf {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    cgroups
+        .lines()
+        .filter_map(|l| {
+            let mut fields = l.splitn(3, ':').skip(1);
+            fields.next().zip(fields.next())
+        })
+        .find(|(controllers, _)| controllers.split(',').any(|c| c == controller))
+        .map(|(_, path)| root.join(path.trim_start_matches('/')))
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(|| root.to_path_buf())
 }
 
 /// Kills every member of a cgroup and removes it (retrying briefly while members exit).
@@ -549,7 +578,18 @@ impl SlotCgroups {
                 freezer = Some(dir);
             }
         }
-        SlotCgroups { dirs, freezer }
+        // Only worth having where samples run beyond `--parallel`, which needs the freezer.
+        // Nested in our own cpu cgroup, not the root: the weights then divide what this
+        // process was given (a container's, a test's), as its other samples do.
+        let mut cpu = None;
+        if let (Some(root), Some(_)) = (&iso.cgroup_cpu, &freezer) {
+            let dir = own_cgroup(root, "cpu").join(&name);
+            if std::fs::create_dir(&dir).is_ok() {
+                dirs.push(dir.clone());
+                cpu = Some(dir);
+            }
+        }
+        SlotCgroups { dirs, freezer, cpu }
     }
 }
 
@@ -568,6 +608,15 @@ impl Drop for SlotCgroups {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_cgroup_is_a_folder_of_the_hierarchy_or_its_root() {
+        let root = Path::new("/sys/fs/cgroup/cpu");
+        let own = own_cgroup(root, "cpu");
+        assert!(own.starts_with(root), "{}", own.display());
+        // A controller this process has no line for: the root.
+        assert_eq!(own_cgroup(root, "no-such-controller"), root);
+    }
 
     fn cfg() -> ExecConfig {
         ExecConfig {

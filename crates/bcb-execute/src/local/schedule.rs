@@ -3,18 +3,20 @@
 //! sleep or wait), so a run's wall approaches max(CPU floor, longest single sample).
 //!
 //! Overlap slots are admitted one at a time by [`Admission`], on a fresh measurement taken
-//! after the previous admission had time to show up in it: when half a core of the machine
-//! is idle, or when our own demand (runnable threads of this process's descendants: slots,
-//! samples and their children) is half a core below `workers`, which other load on the
-//! machine cannot fake. An overlap slot that finishes a sample goes on with the next while
+//! after the previous admission had time to show up in it: when a quarter of a core of the
+//! machine is idle, or when our own demand (runnable threads of this process's descendants:
+//! slots, samples and their children) is half a core below `workers`, which other load on
+//! the machine cannot fake. An overlap slot that finishes a sample goes on with the next while
 //! our demand stayed within `workers` (it fills the core of a hung sample). Always only while
 //! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
 //! A CPU-bound run therefore keeps `workers` samples running and rarely more.
 //!
-//! Samples admitted beyond `workers` never take a core from the others: the governor
-//! (`freeze.rs`), run by the same sampler thread, freezes them while our runnable demand
-//! exceeds the cores and stops their clocks meanwhile. Roles follow running samples: the
-//! first `workers` in flight are primary, and when one ends the oldest extra takes its place.
+//! Samples admitted beyond `workers` never take a core from the others: they run at the
+//! lowest CPU weight, their clocks credited with the time they wait for a core, or, without
+//! a cpu cgroup, the governor (`freeze.rs`), run by the same sampler thread, freezes them
+//! while our demand exceeds the cores and stops their clocks meanwhile. Roles follow running
+//! samples: the first `workers` in flight are primary, and when one ends the oldest extra
+//! takes its place.
 //!
 //! The queue learns from timeouts: when a sample of a task times out, the task's samples
 //! still queued move to the front (they probably sleep too), so they overlap with each other
@@ -40,8 +42,11 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// Time a newly admitted sample gets to start working (a fork of a warm slot takes a few
 /// ms) before an idle measurement counts again.
 const SETTLE: Duration = Duration::from_millis(50);
-/// Idle cores (or cores of our own demand below `workers`) needed to admit one more sample.
+/// Cores of our own demand below `workers` needed to admit one more sample.
 const MIN_IDLE_CORES: f64 = 0.5;
+/// Idle cores of the machine needed to admit one more sample: a quarter of a core is worth
+/// filling, since an extra sample takes only what the others leave (`freeze.rs`).
+const ADMIT_IDLE_CORES: f64 = 0.25;
 /// Demand samples whose maximum counts (one per interval): a CPU-bound sample between two
 /// tests or waiting on a read for a moment is not mistaken for a sleeper, and a sample
 /// admitted within the window shows at once.
@@ -111,7 +116,7 @@ impl Admission {
         }
         let workers = self.workers as f64;
         let renew = load.renewing.is_some_and(|d| d <= workers + MIN_IDLE_CORES);
-        let idle = load.idle_cores.is_some_and(|i| i >= MIN_IDLE_CORES);
+        let idle = load.idle_cores.is_some_and(|i| i >= ADMIT_IDLE_CORES);
         let below_budget = load.demand.is_some_and(|d| d <= workers - MIN_IDLE_CORES);
         if !(load.next_sleeps || renew || idle || below_budget) {
             return false; // busy, or no fresh measurement yet (the last admission may not show)
@@ -525,13 +530,13 @@ mod tests {
     }
 
     #[test]
-    fn overlap_needs_a_fresh_measure_of_half_an_idle_core() {
+    fn overlap_needs_a_fresh_measure_of_a_quarter_of_an_idle_core() {
         let r = rule();
         assert!(
             !r.admits(&load(2, None, Some(20_000))),
             "no fresh measurement"
         );
-        assert!(!r.admits(&load(2, Some(0.3), Some(20_000))), "CPUs busy");
+        assert!(!r.admits(&load(2, Some(0.2), Some(20_000))), "CPUs busy");
         assert!(r.admits(&load(2, Some(0.5), Some(20_000))));
         assert!(r.admits(&load(9, Some(1.8), Some(20_000))));
     }

@@ -107,6 +107,8 @@ pub(crate) struct SlotSpec {
     pub cgroups: Vec<PathBuf>,
     /// The freezer cgroup among `cgroups`: the sample can be frozen (see `freeze.rs`).
     pub freezer: Option<PathBuf>,
+    /// The cpu cgroup among `cgroups`: the sample's CPU weight follows its role.
+    pub cpu: Option<PathBuf>,
     pub workroot: PathBuf,
     pub one_shot: bool,
     /// HARNESS written to disk (keeps `ps` readable).
@@ -123,6 +125,7 @@ pub(crate) struct Slot {
     /// Shared with the governor, which writes freeze/thaw ops (single atomic lines).
     ctrl: Arc<File>,
     freezer: Option<PathBuf>,
+    cpu: Option<PathBuf>,
     events: Receiver<Incoming>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     pub jobs_done: usize,
@@ -251,6 +254,7 @@ impl Slot {
             child,
             ctrl: Arc::new(File::from(job_w)),
             freezer: spec.freezer.clone(),
+            cpu: spec.cpu.clone(),
             events: rx,
             stderr_tail,
             jobs_done: 0,
@@ -360,6 +364,7 @@ impl Slot {
         let sample = self.freezer.clone().map(|dir| {
             Arc::new(Freezable::new(
                 dir,
+                self.cpu.clone(),
                 self.ctrl.clone(),
                 self.jobs_done as u64,
             ))
