@@ -9,15 +9,19 @@
 //! primary's 1024): the kernel gives it only what the primaries leave, with no measurement
 //! in between, so it fills the fraction of a core a thread pool leaves as well as a whole
 //! idle one. An extra starts at the default weight and drops to the lowest once it used a
-//! quarter of a core over an interval (100 ms); it gets the default back once it asks for
-//! less than that. A sample that mostly sleeps so keeps the default weight, and its brief
-//! wake-ups are served at once (at the lowest weight beside busy primaries, a server thread
-//! can wait a second for a millisecond of CPU and miss its test's fixed sleep).
+//! quarter of a core over an interval (100 ms); it gets the default back once it goes quiet
+//! (no thread runnable at two measurements). A sample that mostly sleeps so keeps the
+//! default weight, and its brief wake-ups are served at once (at the lowest weight beside
+//! busy primaries, a server thread can wait a second for a millisecond of CPU and miss its
+//! test's fixed sleep).
 //! What an extra loses waiting for a core is credited to its clock every interval (its
 //! threads' wait over their wait plus run, from `/proc/TID/schedstat`): its supervisor moves
 //! its kill deadline and the in-sample alarm by that time (`harness.py`, op `credit`), and
 //! the slot's own watchdog here does the same, so a verdict does not depend on what ran
-//! beside it. When it becomes primary, it gets the default weight back.
+//! beside it. The kernel adds a wait to `schedstat` only once the thread gets its CPU, so
+//! an extra at the lowest weight that stays runnable yet uses almost nothing is frozen
+//! instead (its clock then stops exactly) and thawed, oldest first, once half a core has
+//! stayed free. When it becomes primary, it gets the default weight back.
 //!
 //! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
@@ -85,8 +89,9 @@ struct Clock {
 /// A running sample that can be frozen: its freezer cgroup and its supervisor's control pipe.
 pub(crate) struct Freezable {
     cgroup: PathBuf,
-    /// The slot's cpu cgroup: where there is one, an extra sample is never frozen but runs
-    /// at the lowest CPU weight, its clock credited with the time it waited for a core.
+    /// The slot's cpu cgroup: where there is one, a busy extra sample runs at the lowest CPU
+    /// weight, its clock credited with the time it waited for a core, and is frozen only
+    /// when starved.
     cpu: Option<PathBuf>,
     /// The `cpu.shares` last written (0: none yet).
     shares: AtomicU32,
@@ -165,13 +170,14 @@ impl Freezable {
         self.set_shares(shares);
     }
 
-    /// Whether an extra sample here runs at the lowest weight instead of being frozen.
+    /// Whether an extra sample here is weighed (and frozen only when starved) rather than
+    /// frozen for our demand.
     fn shielded(&self) -> bool {
         self.cpu.is_some() && self.ctrl.is_some()
     }
 
-    /// Time the sample waited for a core while it ran at the lowest weight: its deadlines
-    /// move by it, as they do by frozen time (the supervisor adds it to the same clock).
+    /// Time the extra sample waited for a core: its deadlines move by it, as they do by
+    /// frozen time (the supervisor adds it to the same clock).
     fn credit(&self, lost: Duration) {
         let mut c = self.clock.lock().unwrap();
         if c.ended || c.since.is_some() {
