@@ -12,8 +12,10 @@ With `--max-dup F` the variant probability is raised (in steps of 0.05, from --v
 at most a share F of the samples repeat a program of the same task (a real RL checkpoint
 sampled at temperature repeats few: about 5%). The default --variant 0.4 gives about 40%.
 
+With `--ids A,B,...` only those tasks get samples (a slice: bench/slice.sh).
+
 usage: make-sweep.py OUT.jsonl [--n 10] [--subset hard|full] [--seed 0] [--variant 0.4]
-                     [--max-dup 0.05]
+                     [--max-dup 0.05] [--ids BigCodeBench/1,BigCodeBench/2]
 """
 import argparse
 import gzip
@@ -30,6 +32,7 @@ ap.add_argument("--subset", default="hard", choices=["hard", "full"])
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--variant", type=float, default=0.4)
 ap.add_argument("--max-dup", type=float, default=None)
+ap.add_argument("--ids", default="", help="comma-separated task ids (default: every task)")
 ap.add_argument("--shared", default=os.environ.get("BCB_SHARED", shared))
 a = ap.parse_args()
 
@@ -43,6 +46,12 @@ for m in models:
 ds = "bigcodebench%s-v0.1.4.jsonl.gz" % ("-hard" if a.subset == "hard" else "")
 with gzip.open(os.path.join(a.shared, "bigcodebench", ds), "rt") as f:
     task_ids = [json.loads(line)["task_id"] for line in f]
+if a.ids:
+    wanted = a.ids.split(",")
+    unknown = sorted(set(wanted) - set(task_ids))
+    if unknown:
+        raise SystemExit(f"make-sweep.py: --ids names tasks not in {ds}: {', '.join(unknown)}")
+    task_ids = [t for t in task_ids if t in set(wanted)]
 
 
 def coin(*parts):

@@ -12,8 +12,10 @@
 # usage: bench/sweep-floor.sh [n, default 10] [parallel, default nproc]
 # env:   MAX_DUP (default 0.05), SUBSET (hard), BASELINE_BCB=path/to/other/bcb (run first,
 #        same file, e.g. main's), BCB_BIN (default: cargo build --release), BCB_PYTHON,
-#        BCB_DATASET_DIR, BENCH_OUT, BENCH_IDS=1,2,3 (only those tasks: a quick check of the
-#        script). Run it on an otherwise idle machine.
+#        BCB_DATASET_DIR, BENCH_OUT, BENCH_IDS=1,2,3 (samples for those tasks only: a quick
+#        check of the script, or a slice as bench/slice.sh makes), ORIGINAL=1 (then the original
+#        harness, bigcodebench 0.2.5, on the same file with --no_gt: wall, CPU, peak RSS and
+#        verdict agreement). Run it on an otherwise idle machine.
 set -euo pipefail
 n=${1:-10}
 parallel=${2:-$(nproc)}
@@ -28,8 +30,10 @@ if [[ -z "${BCB_BIN:-}" ]]; then
 fi
 subset=${SUBSET:-hard}
 file="sweep--main--bigcodebench-$subset-complete--bench-0-$n-sanitized_calibrated.jsonl"
+# BENCH_IDS as full task ids (`1,2` → `BigCodeBench/1,BigCodeBench/2`).
+full_ids=$(tr ',' '\n' <<<"${BENCH_IDS:-}" | sed -E '/^$/d; s#^([0-9]+)$#BigCodeBench/\1#' | paste -sd, -)
 python3 "$here/bench/make-sweep.py" "$out/$file" --n "$n" --subset "$subset" \
-    --max-dup "${MAX_DUP:-0.05}" --shared "$BCB_DATASET_DIR/.." >&2
+    --max-dup "${MAX_DUP:-0.05}" --shared "$BCB_DATASET_DIR/.." ${full_ids:+--ids "$full_ids"} >&2
 
 run() { # name binary
     local name=$1 bin=$2 dir="$out/$1"
@@ -83,7 +87,23 @@ PY
 [[ -n "${BASELINE_BCB:-}" ]] && run baseline "$BASELINE_BCB"
 run current "$BCB_BIN"
 
-python3 - "$out" "$parallel" <<'PY'
+if [[ "${ORIGINAL:-}" == 1 ]]; then
+    overlay=$("$here/bench/original-overlay.sh")
+    dir=$out/original
+    rm -rf "$dir"; mkdir -p "$dir"; cp "$out/$file" "$dir/"
+    suffix=""
+    [[ $subset == hard ]] && suffix=-hard
+    gunzip -c "$BCB_DATASET_DIR/bigcodebench$suffix-v0.1.4.jsonl.gz" >"$dir/ds.jsonl"
+    echo "== original: bigcodebench.evaluate --no_gt --parallel $parallel" >&2
+    (cd "$dir" && /usr/bin/time -f '%e %M %U %S' -o "$dir/time" env \
+        BIGCODEBENCH_OVERRIDE_PATH="$dir/ds.jsonl" PYTHONPATH="$overlay" "$BCB_PYTHON" -c \
+        'import sys; from bigcodebench.evaluate import main; sys.argv[0] = "bigcodebench.evaluate"; main()' \
+        --split complete --subset "$subset" --samples "$file" --execution local --no_gt \
+        --parallel "$parallel" ${full_ids:+--selective_evaluate "$full_ids"} >"$dir/out" 2>"$dir/err") ||
+        { echo "the original failed; see $dir/err" >&2; tail -5 "$dir/err" >&2; }
+fi
+
+FILE=$file python3 - "$out" "$parallel" <<'PY'
 import json, os, sys
 out, cores = sys.argv[1], int(sys.argv[2])
 for name in ("baseline", "current"):
@@ -109,5 +129,19 @@ for name in ("baseline", "current"):
     print(f"{'':9s} longest sample {longest['wall']:.1f}s ({longest['task_id']}); tail after the last "
           f"non-timeout verdict {tail:.1f}s; timeouts {len(timeouts)} started at " +
           ", ".join(f"{s:.0f}s (#{rank(s)}, {t.split('/')[1]})" for s, t in timeouts))
+results = lambda name: os.path.join(out, name, os.environ["FILE"].replace(".jsonl", "_eval_results.json"))
+statuses = lambda name: {(t, i): r["status"] for t, rows in json.load(open(results(name)))["eval"].items()
+                         for i, r in enumerate(rows)}
+if os.path.exists(results("original")):
+    wall, rss, user, sys_ = map(float, open(os.path.join(out, "original", "time")).read().split("\n")[-2].split())
+    cur = os.path.join(out, "current", "time")
+    cur_wall = float(open(cur).read().split("\n")[-2].split()[0]) if os.path.exists(cur) else None
+    print(f"original  wall {wall:7.1f}s  CPU {user + sys_:.0f}s  peak RSS {rss / 1024:.0f} MB (largest process)"
+          + (f"  bcb is {wall / cur_wall:.2f}x faster" if cur_wall else ""))
+    if os.path.exists(results("current")):
+        orig, ours = statuses("original"), statuses("current")
+        same = sum(1 for k in ours if orig.get(k) == ours[k])
+        print(f"{'':9s} verdicts equal to bcb's: {same}/{len(ours)}"
+              + (f"; differ: {sorted(k for k in ours if orig.get(k) != ours[k])[:10]}" if same < len(ours) else ""))
 print(f"(files in {out})")
 PY
