@@ -8,12 +8,15 @@
 #      cores), errors, verdicts equal to `bcb evaluate`'s on the same rows, peak RSS of the
 #      server's process tree.
 # usage: bench/serve.sh [N latency requests, default 200] [parallel, default nproc]
-# env:   BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT, CLIENTS (64), COPIES (4), PORT (18765)
+# env:   BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT, CLIENTS (64), COPIES (4), PORT (18765),
+#        PARTS ("latency throughput": either alone for a quicker run),
+#        SERVE_FLAGS (more `bcb serve` flags for the throughput server, e.g. --max-in-flight 16)
 set -euo pipefail
 n=${1:-200}
 parallel=${2:-$(nproc)}
 clients=${CLIENTS:-64}
 copies=${COPIES:-4}
+parts=${PARTS:-latency throughput}
 port=${PORT:-18765}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
@@ -52,6 +55,7 @@ watch_rss() {
 echo "== ground truth of the hard subset (cached for every run below)" >&2
 "$bcb" evaluate --check-gt-only --subset hard --parallel "$parallel" -q
 
+if [[ " $parts " == *" latency "* ]]; then
 echo "== 1. latency, concurrency 1 ($n requests)" >&2
 serve
 "$py" "$here/bench/serve_load.py" latency "$url" "$BCB_DATASET_DIR" "$n" | tee "$out/latency.txt"
@@ -69,9 +73,13 @@ for i in $(seq 0 9); do
     /usr/bin/time -f '%e' -a -o "$out/evaluate-walls" "$bcb" evaluate --samples "$out/one-$i--bigcodebench-hard-complete--x.jsonl" --ids BigCodeBench/854 --no-cache --parallel "$parallel" -q >/dev/null
 done
 sort -n "$out/evaluate-walls" | awk '{a[NR]=$1} END {printf "bcb evaluate per sample: p50 %.0f ms, max %.0f ms (n=%d)\n", 1000*a[int((NR+1)/2)], 1000*a[NR], NR}' | tee -a "$out/latency.txt"
+fi
+[[ " $parts " == *" throughput "* ]] || { echo "results in $out" >&2; exit 0; }
+
 
 echo "== 2. throughput: hard canonical x$copies, $clients clients, --no-dedup --no-cache" >&2
-serve --no-dedup --no-cache
+# shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
+serve --no-dedup --no-cache ${SERVE_FLAGS:-}
 watch_rss $pid &
 watcher=$!
 "$py" "$here/bench/serve_load.py" throughput "$url" "$BCB_DATASET_DIR" "$copies" "$clients" "$out/served.jsonl" | tee "$out/throughput.txt"
