@@ -8,23 +8,28 @@
 #      cores), errors, verdicts equal to `bcb evaluate`'s on the same rows, peak RSS of the
 #      server's process tree.
 # usage: bench/serve.sh [N latency requests, default 200] [parallel, default nproc]
-# env:   BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT, CLIENTS (64), COPIES (4), PORT (18765),
-#        PARTS ("latency throughput": either alone for a quicker run),
+# env:   BCB_BIN (default: cargo build --release), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT,
+#        CLIENTS (64), COPIES (4), PORT (18765),
+#        PARTS ("latency throughput compare": any of them; compare runs the throughput rows
+#        through bcb evaluate and compares the verdicts),
 #        SERVE_FLAGS (more `bcb serve` flags for the throughput server, e.g. --max-in-flight 16)
 set -euo pipefail
 n=${1:-200}
 parallel=${2:-$(nproc)}
 clients=${CLIENTS:-64}
 copies=${COPIES:-4}
-parts=${PARTS:-latency throughput}
+parts=${PARTS:-latency throughput compare}
 port=${PORT:-18765}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
 export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-serve.XXXXXX)}
 mkdir -p "$out"
-(cd "$here" && cargo build -q --release --bin bcb)
-bcb=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+if [[ -z "${BCB_BIN:-}" ]]; then
+    (cd "$here" && cargo build -q --release --bin bcb)
+    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+fi
+bcb=$BCB_BIN
 py=$BCB_PYTHON
 url=http://127.0.0.1:$port
 # The ground truth is cached once for both servers and the evaluate runs.
@@ -86,6 +91,7 @@ watcher=$!
 stop
 wait $watcher
 echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
+[[ " $parts " == *" compare "* ]] || { echo "results in $out" >&2; exit 0; }
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
 "$py" - "$BCB_DATASET_DIR" "$copies" >"$out/rows--bigcodebench-hard-complete--x.jsonl" <<'PY'
 import gzip, json, sys
