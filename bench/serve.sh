@@ -57,6 +57,9 @@ watch_rss() {
     echo "$peak" >"$out/peak-rss-kb"
 }
 
+# Ends the run here unless PARTS names $1.
+only_if() { [[ " $parts " == *" $1 "* ]] || { echo "results in $out" >&2; exit 0; }; }
+
 echo "== ground truth of the hard subset (cached for every run below)" >&2
 "$bcb" evaluate --check-gt-only --subset hard --parallel "$parallel" -q
 
@@ -79,8 +82,7 @@ for i in $(seq 0 9); do
 done
 sort -n "$out/evaluate-walls" | awk '{a[NR]=$1} END {printf "bcb evaluate per sample: p50 %.0f ms, max %.0f ms (n=%d)\n", 1000*a[int((NR+1)/2)], 1000*a[NR], NR}' | tee -a "$out/latency.txt"
 fi
-[[ " $parts " == *" throughput "* ]] || { echo "results in $out" >&2; exit 0; }
-
+only_if throughput
 
 echo "== 2. throughput: hard canonical x$copies, $clients clients, --no-dedup --no-cache" >&2
 # shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
@@ -91,7 +93,7 @@ watcher=$!
 stop
 wait $watcher
 echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
-[[ " $parts " == *" compare "* ]] || { echo "results in $out" >&2; exit 0; }
+only_if compare
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
 "$py" - "$BCB_DATASET_DIR" "$copies" >"$out/rows--bigcodebench-hard-complete--x.jsonl" <<'PY'
 import gzip, json, sys
