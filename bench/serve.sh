@@ -36,14 +36,17 @@ url=http://127.0.0.1:$port
 export BCB_CACHE_DIR=$out/cache
 
 serve() { # extra flags...
-    "$bcb" serve --listen 127.0.0.1:$port --subset hard --parallel "$parallel" "$@" 2>"$out/serve.log" &
+    # Under /usr/bin/time: the CPU of the server's whole process tree (what it reaped), to
+    # set beside the samples' own CPU (the floor counts only theirs).
+    /usr/bin/time -f '%e %U %S' -o "$out/serve.time" \
+        "$bcb" serve --listen 127.0.0.1:$port --subset hard --parallel "$parallel" "$@" 2>"$out/serve.log" &
     pid=$!
     until curl -fs "$url/readyz" >/dev/null 2>&1; do
         kill -0 $pid 2>/dev/null || { cat "$out/serve.log"; exit 1; }
         sleep 0.5
     done
 }
-stop() { kill -TERM $pid; wait $pid || true; }
+stop() { pkill -TERM -P $pid; wait $pid || true; } # bcb, the child of time
 # Peak RSS (KB) of a process and all its descendants (pool workers, samples), sampled every
 # 0.2 s until it exits.
 descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
@@ -93,6 +96,17 @@ watcher=$!
 stop
 wait $watcher
 echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
+"$py" - "$out" "$parallel" <<'PY' | tee -a "$out/throughput.txt"
+import json, sys
+out, cores = sys.argv[1], int(sys.argv[2])
+wall, user, sys_ = map(float, open(out + "/serve.time").read().split()[-3:])
+rows = [json.loads(l) for l in open(out + "/served.jsonl")]
+samples = sum(r.get("cpu_secs") or 0.0 for r in rows)
+tree = user + sys_
+print(f"bcb serve's process tree: {tree:.1f} s of CPU over {wall:.1f} s (its start included), "
+      f"samples {samples:.1f} s: {tree - samples:.1f} s not in the CPU floor "
+      f"({1000 * (tree - samples) / len(rows):.0f} ms a job); tree CPU / cores {tree / cores:.1f} s")
+PY
 only_if compare
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
 "$py" - "$BCB_DATASET_DIR" "$copies" >"$out/rows--bigcodebench-hard-complete--x.jsonl" <<'PY'

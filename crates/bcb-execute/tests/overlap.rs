@@ -205,3 +205,60 @@ fn same_verdicts_as_without_extras(kind: &str) {
         "at most {together} samples in flight together: {all:?}"
     );
 }
+
+/// Sleeps two seconds, then keeps a core busy for twelve (a primary that wakes up computing).
+const WAKES_AND_COMPUTES: &str = "import time\ndef task_func():\n    time.sleep(2)\n    t = time.time()\n    while time.time() - t < 12:\n        pass\n    return 1\n";
+/// BigCodeBench/1040's shape: a server thread that needs a moment of CPU before it listens
+/// (60 ms here, imports or a config in real tasks), started by a test that sleeps a fixed
+/// second and then connects.
+const SERVER: &str = "import socket, time\ndef task_func(port):\n    t = time.thread_time()\n    while time.thread_time() - t < 0.06:\n        pass\n    srv = socket.socket()\n    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n    srv.bind(('127.0.0.1', port))\n    srv.listen(1)\n    c, _ = srv.accept()\n    c.sendall(c.recv(16))\n    c.close()\n    srv.close()\n";
+const SERVER_TEST: &str = "import socket, threading, time, unittest\nclass TestCases(unittest.TestCase):\n    def test_rounds(self):\n        for i in range(6):\n            t = threading.Thread(target=task_func, args=(20000 + i,))\n            t.start()\n            time.sleep(1)\n            with socket.create_connection(('127.0.0.1', 20000 + i), timeout=10) as c:\n                c.sendall(b'hi')\n                self.assertEqual(c.recv(16), b'hi')\n            t.join()\n";
+
+#[test]
+fn an_extra_server_sample_keeps_its_fixed_sleep_beside_computing_primaries() {
+    let Some(py) = python() else { return };
+    let _quiet = QuietCpu::enter();
+    // The two primaries sleep first, so the idle cores admit the server samples beside them;
+    // then the primaries keep both cores busy while the servers' tests go round.
+    let mut jobs: Vec<Job> = (0..2)
+        .map(|k| job(k, "computes", WAKES_AND_COMPUTES, ONE_TEST, 30.0))
+        .collect();
+    jobs.extend((10..13).map(|k| job(k, "server", SERVER, SERVER_TEST, 30.0)));
+    let exec = executor_for("pool", config(py, 2)).expect("executor");
+    let t0 = Instant::now();
+    let seen = Mutex::new(Vec::new());
+    exec.run(jobs, &|job, o| {
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        let end = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "{}: {:?} wall {:.1}s ended at {end:.1}s {:?}",
+            job.id, o.status, o.wall_secs, o.details
+        );
+        seen.lock()
+            .unwrap()
+            .push((job.task_id().to_string(), o.status, end - o.wall_secs, end));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("run");
+    let seen = seen.into_inner().unwrap();
+    for (task, status, _, _) in &seen {
+        assert_eq!(*status, Status::Pass, "{task}: {seen:?}");
+    }
+    // The servers really went round beside the computing primaries (their last 12 s), for
+    // two rounds at least, not after them.
+    let computing = seen
+        .iter()
+        .filter(|s| s.0 == "computes")
+        .map(|s| (s.3 - 12.0, s.3))
+        .fold((f64::INFINITY, 0.0_f64), |(a, b), (c, d)| {
+            (a.min(c), b.max(d))
+        });
+    let beside = seen
+        .iter()
+        .filter(|s| s.0 == "server" && s.3.min(computing.1) - s.2.max(computing.0) >= 2.0)
+        .count();
+    assert!(
+        beside >= 1,
+        "no server sample ran beside the computing primaries: {seen:?}"
+    );
+}

@@ -19,9 +19,12 @@
 //! its kill deadline and the in-sample alarm by that time (`harness.py`, op `credit`), and
 //! the slot's own watchdog here does the same, so a verdict does not depend on what ran
 //! beside it. The kernel adds a wait to `schedstat` only once the thread gets its CPU, so
-//! an extra at the lowest weight that stays runnable yet uses almost nothing is frozen
-//! instead (its clock then stops exactly) and thawed, oldest first, once half a core has
-//! stayed free. When it becomes primary, it gets the default weight back.
+//! an extra at the lowest weight that stays runnable yet uses almost nothing is starved:
+//! it gets the default weight back for one interval, and only if it is still runnable
+//! after using its share of a core then (it computes, rather than finishing a burst a
+//! waiting thread of its test needs in time) is it frozen when starved (its clock then
+//! stops exactly), and thawed, oldest first, once half a core has stayed free
+//! ([`next_weight`]). When it becomes primary, it gets the default weight back.
 //!
 //! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
@@ -49,7 +52,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -95,6 +98,11 @@ pub(crate) struct Freezable {
     cpu: Option<PathBuf>,
     /// The `cpu.shares` last written (0: none yet).
     shares: AtomicU32,
+    /// Given the default weight back because it starved at the lowest: the next
+    /// measurement tells whether it computes or only had a burst to finish.
+    probing: AtomicBool,
+    /// A probe showed it computes: starved at the lowest weight, it is frozen.
+    computes: AtomicBool,
     /// The supervisor's control pipe; `None`: a slot warming up inside the cgroup, frozen
     /// directly (its supervisor is frozen with it).
     ctrl: Option<Arc<File>>,
@@ -109,6 +117,8 @@ impl Freezable {
             cgroup,
             cpu,
             shares: AtomicU32::new(0),
+            probing: AtomicBool::new(false),
+            computes: AtomicBool::new(false),
             ctrl: Some(ctrl),
             key,
             clock: Mutex::new(Clock::default()),
@@ -121,6 +131,8 @@ impl Freezable {
             cgroup,
             cpu: None,
             shares: AtomicU32::new(0),
+            probing: AtomicBool::new(false),
+            computes: AtomicBool::new(false),
             ctrl: None,
             key: 0,
             clock: Mutex::new(Clock::default()),
@@ -156,18 +168,19 @@ impl Freezable {
         }
     }
 
-    /// An extra sample's weight after a measurement: the lowest once it used a share of a
-    /// core ([`FREEZE_CPU_SHARE`]) at the default weight, the default again once it went
-    /// quiet at the lowest (no thread runnable at two measurements, little CPU used). A sample that mostly
-    /// sleeps so keeps the default weight, and its rare wake-ups are served at once: starved
-    /// at the lowest weight, a server thread could miss its test's fixed `sleep(1)`.
-    fn reweigh(&self, used: f64, quiet: bool) {
-        let shares = match self.shares.load(Ordering::Relaxed) {
-            PRIMARY_CPU_SHARES if used >= FREEZE_CPU_SHARE => EXTRA_CPU_SHARES,
-            EXTRA_CPU_SHARES if quiet && used < FREEZE_CPU_SHARE => PRIMARY_CPU_SHARES,
-            current => current,
+    /// An extra sample's weight after a measurement (see [`next_weight`]); returns whether
+    /// it is starved though it was shown to compute, and so is to be frozen.
+    fn reweigh(&self, seen: Seen) -> bool {
+        let before = Weighing {
+            shares: self.shares.load(Ordering::Relaxed),
+            probing: self.probing.load(Ordering::Relaxed),
+            computes: self.computes.load(Ordering::Relaxed),
         };
-        self.set_shares(shares);
+        let (after, freeze) = next_weight(before, seen);
+        self.probing.store(after.probing, Ordering::Relaxed);
+        self.computes.store(after.computes, Ordering::Relaxed);
+        self.set_shares(after.shares);
+        freeze
     }
 
     /// Whether an extra sample here is weighed (and frozen only when starved) rather than
@@ -269,6 +282,75 @@ impl Freezable {
             .map(|stat| process_ticks(&stat))
             .sum()
     }
+}
+
+/// An extra sample's CPU weight and what the governor learned of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Weighing {
+    shares: u32,
+    probing: bool,
+    computes: bool,
+}
+
+/// What one measurement of a shielded extra sample showed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Seen {
+    /// Cores used over the interval (reaped children included).
+    used: f64,
+    /// Threads runnable at this measurement, and at the one before.
+    runnable: bool,
+    was_runnable: bool,
+}
+
+/// An extra sample's next weight, and whether it is to be frozen as starved.
+///
+/// It drops to the lowest weight once it used [`FREEZE_CPU_SHARE`] of a core at the
+/// default one, and gets the default back once it went quiet (no thread runnable at two
+/// measurements). A sample that mostly sleeps so keeps the default weight, and its
+/// wake-ups are served at once.
+///
+/// Starved at the lowest weight (threads runnable at two measurements, almost no CPU),
+/// it is not frozen at once: it gets the default weight back for one interval (a probe).
+/// A test that starts a server thread, sleeps a second and connects (BigCodeBench/1040)
+/// needs a few milliseconds of CPU for that thread within the second; at the lowest weight
+/// beside busy primaries it can wait for them for seconds, and frozen, its main thread's
+/// sleep runs out meanwhile (a freeze stops the sample, not the clocks it reads), so it
+/// connects before the server listens: `ConnectionRefusedError` for a correct answer. Only
+/// a sample that is still runnable after a probe in which it used its share of a core
+/// computes, and from then on it is frozen when starved (its clock then stops exactly). A
+/// CPU-bound extra so takes at most one more interval at the default weight from the
+/// primaries than before.
+fn next_weight(w: Weighing, seen: Seen) -> (Weighing, bool) {
+    let busy = seen.used >= FREEZE_CPU_SHARE;
+    let mut next = w;
+    match w.shares {
+        PRIMARY_CPU_SHARES if w.probing => {
+            if busy && seen.runnable {
+                next = Weighing {
+                    shares: EXTRA_CPU_SHARES,
+                    probing: false,
+                    computes: true,
+                };
+            } else if !seen.runnable {
+                next.probing = false; // its burst is over: it waits, at the default weight
+            }
+        }
+        PRIMARY_CPU_SHARES if busy => next.shares = EXTRA_CPU_SHARES,
+        EXTRA_CPU_SHARES => {
+            let quiet = !seen.runnable && !seen.was_runnable;
+            let starved = seen.runnable && seen.was_runnable && seen.used < STARVED_CPU_SHARE;
+            if quiet && !busy {
+                next.shares = PRIMARY_CPU_SHARES;
+            } else if starved && !w.computes {
+                next.shares = PRIMARY_CPU_SHARES;
+                next.probing = true;
+            } else if starved {
+                return (next, true);
+            }
+        }
+        _ => {}
+    }
+    (next, false)
 }
 
 /// Time on a CPU and time waiting for one (ns), from a `/proc/TID/schedstat` line.
@@ -424,8 +506,9 @@ pub(crate) struct View {
     /// sample, so it is frozen only when starved (its clock is credited otherwise).
     pub shielded: bool,
     /// A shielded extra at the lowest weight that had threads runnable at this measurement
-    /// and the one before yet used almost no CPU: the others keep the cores. Frozen, its
-    /// clock stops exactly, where a credit would come only once it got a core again.
+    /// and the one before yet used almost no CPU, and was shown to compute when given the
+    /// default weight ([`next_weight`]): the others keep the cores. Frozen, its clock stops
+    /// exactly, where a credit would come only once it got a core again.
     pub starved: bool,
 }
 
@@ -517,12 +600,11 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
                     busy = used >= FREEZE_CPU_SHARE * secs;
                     demand = ((ran + waited) as f64 / 1e9).max(used) / secs;
                     if r.role == Role::Extra && sample.shielded() {
-                        let asking = now.runnable > 0 && then.runnable > 0;
-                        let quiet = now.runnable == 0 && then.runnable == 0;
-                        starved = asking
-                            && used < STARVED_CPU_SHARE * secs
-                            && sample.shares.load(Ordering::Relaxed) == EXTRA_CPU_SHARES;
-                        sample.reweigh(used / secs, quiet);
+                        starved = sample.reweigh(Seen {
+                            used: used / secs,
+                            runnable: now.runnable > 0,
+                            was_runnable: then.runnable > 0,
+                        });
                         if waited > 0 {
                             // The share of the interval it wanted a core and had none (for
                             // a thread pool, the share of its threads' wanting): time lost.
@@ -713,6 +795,54 @@ mod tests {
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
         assert_eq!(decide(&views, 2), Decision::default());
+    }
+
+    #[test]
+    fn a_starved_extra_gets_one_probe_at_the_default_weight_before_it_is_frozen() {
+        let at = |shares, probing, computes| Weighing {
+            shares,
+            probing,
+            computes,
+        };
+        let seen = |used, runnable, was_runnable| Seen {
+            used,
+            runnable,
+            was_runnable,
+        };
+        let (low, default) = (EXTRA_CPU_SHARES, PRIMARY_CPU_SHARES);
+        // A burst at the default weight: the lowest.
+        let w = at(default, false, false);
+        assert_eq!(
+            next_weight(w, seen(0.4, true, true)),
+            (at(low, false, false), false)
+        );
+        // Starved there: the default weight back, not frozen.
+        let w = at(low, false, false);
+        let probe = at(default, true, false);
+        assert_eq!(next_weight(w, seen(0.0, true, true)), (probe, false));
+        // A server thread that only had its start to finish waits again: it stays at the
+        // default weight and is never frozen for that starvation.
+        assert_eq!(
+            next_weight(probe, seen(0.1, false, true)),
+            (at(default, false, false), false)
+        );
+        // Still waiting for a core even at the default weight: the probe goes on.
+        assert_eq!(next_weight(probe, seen(0.01, true, true)), (probe, false));
+        // It took its share and wants more: it computes, so the lowest weight again...
+        let computes = at(low, false, true);
+        assert_eq!(next_weight(probe, seen(0.3, true, true)), (computes, false));
+        // ...and starved from then on, it is frozen (its clock stops exactly).
+        assert_eq!(
+            next_weight(computes, seen(0.0, true, true)),
+            (computes, true)
+        );
+        // Quiet at the lowest weight: the default again, whatever it did before.
+        assert_eq!(
+            next_weight(computes, seen(0.0, false, false)),
+            (at(default, false, true), false)
+        );
+        // Runnable at one measurement only: neither quiet nor starved.
+        assert_eq!(next_weight(w, seen(0.0, true, false)), (w, false));
     }
 
     #[test]
