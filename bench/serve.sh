@@ -92,7 +92,8 @@ echo "== 2. throughput: hard canonical x$copies, $clients clients, --no-dedup --
 serve --no-dedup --no-cache ${SERVE_FLAGS:-}
 watch_rss $pid &
 watcher=$!
-"$py" "$here/bench/serve_load.py" throughput "$url" "$BCB_DATASET_DIR" "$copies" "$clients" "$out/served.jsonl" | tee "$out/throughput.txt"
+/usr/bin/time -f '%e %U %S' -o "$out/client.time" \
+    "$py" "$here/bench/serve_load.py" throughput "$url" "$BCB_DATASET_DIR" "$copies" "$clients" "$out/served.jsonl" | tee "$out/throughput.txt"
 stop
 wait $watcher
 echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
@@ -106,6 +107,8 @@ tree = user + sys_
 print(f"bcb serve's process tree: {tree:.1f} s of CPU over {wall:.1f} s (its start included), "
       f"samples {samples:.1f} s: {tree - samples:.1f} s not in the CPU floor "
       f"({1000 * (tree - samples) / len(rows):.0f} ms a job); tree CPU / cores {tree / cores:.1f} s")
+_, cu, cs = map(float, open(out + "/client.time").read().split()[-3:])
+print(f"the load client (64 threads, urllib): {cu + cs:.1f} s of CPU")
 PY
 only_if compare
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
