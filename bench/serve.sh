@@ -6,7 +6,8 @@
 #   2. throughput: the hard subset's canonical solutions x4 (592 jobs), dedup and cache off,
 #      64 concurrent clients one sample per request: wall vs the CPU floor (sum of sample CPU /
 #      cores), errors, verdicts equal to `bcb evaluate`'s on the same rows, peak RSS of the
-#      server's process tree.
+#      server's process tree, and the CPU of that tree (under /usr/bin/time: what the floor
+#      leaves out) and of the load client.
 # usage: bench/serve.sh [N latency requests, default 200] [parallel, default nproc]
 # env:   BCB_BIN (default: cargo build --release), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT,
 #        CLIENTS (64), COPIES (4), PORT (18765),
@@ -97,9 +98,9 @@ watcher=$!
 stop
 wait $watcher
 echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
-"$py" - "$out" "$parallel" <<'PY' | tee -a "$out/throughput.txt"
+"$py" - "$out" "$parallel" "$clients" <<'PY' | tee -a "$out/throughput.txt"
 import json, sys
-out, cores = sys.argv[1], int(sys.argv[2])
+out, cores, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 wall, user, sys_ = map(float, open(out + "/serve.time").read().split()[-3:])
 rows = [json.loads(l) for l in open(out + "/served.jsonl")]
 samples = sum(r.get("cpu_secs") or 0.0 for r in rows)
@@ -108,7 +109,7 @@ print(f"bcb serve's process tree: {tree:.1f} s of CPU over {wall:.1f} s (its sta
       f"samples {samples:.1f} s: {tree - samples:.1f} s not in the CPU floor "
       f"({1000 * (tree - samples) / len(rows):.0f} ms a job); tree CPU / cores {tree / cores:.1f} s")
 _, cu, cs = map(float, open(out + "/client.time").read().split()[-3:])
-print(f"the load client (64 threads, urllib): {cu + cs:.1f} s of CPU")
+print(f"the load client ({clients} threads, urllib): {cu + cs:.1f} s of CPU")
 PY
 only_if compare
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
