@@ -48,19 +48,6 @@ serve() { # extra flags...
     done
 }
 stop() { pkill -TERM -P $pid; wait $pid || true; } # bcb, the child of time
-# Peak RSS (KB) of a process and all its descendants (pool workers, samples), sampled every
-# 0.2 s until it exits.
-descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
-watch_rss() {
-    local peak=0 total
-    while kill -0 "$1" 2>/dev/null; do
-        total=$(ps -o rss= -p "$(echo "$1" $(descendants "$1") | tr ' ' ',')" 2>/dev/null | awk '{s+=$1} END {print s+0}')
-        [ "$total" -gt "$peak" ] && peak=$total
-        sleep 0.2
-    done
-    echo "$peak" >"$out/peak-rss-kb"
-}
-
 # Ends the run here unless PARTS names $1.
 only_if() { [[ " $parts " == *" $1 "* ]] || { echo "results in $out" >&2; exit 0; }; }
 
@@ -91,15 +78,19 @@ only_if throughput
 echo "== 2. throughput: hard canonical x$copies, $clients clients, --no-dedup --no-cache" >&2
 # shellcheck disable=SC2086 # SERVE_FLAGS is a list of flags
 serve --no-dedup --no-cache ${SERVE_FLAGS:-}
-watch_rss $pid &
+# Sampled once a second by one process (bench/tree_rss.py): a sampler that forks per
+# descendant takes the cores the samples are measured on.
+"$py" "$here/bench/tree_rss.py" $pid "$out/peak-rss-kb" 2>"$out/tree_rss.err" &
 watcher=$!
+head -1 /proc/stat >"$out/stat.before"
 /usr/bin/time -f '%e %U %S' -o "$out/client.time" \
     "$py" "$here/bench/serve_load.py" throughput "$url" "$BCB_DATASET_DIR" "$copies" "$clients" "$out/served.jsonl" | tee "$out/throughput.txt"
+head -1 /proc/stat >"$out/stat.after"
 stop
 wait $watcher
-echo "peak RSS of bcb serve and its workers: $(( $(cat "$out/peak-rss-kb") / 1024 )) MB" | tee -a "$out/throughput.txt"
+echo "peak RSS of bcb serve and its workers (summed over processes: a page shared copy-on-write counts in each): $(( $(cat "$out/peak-rss-kb") / 1024 )) MB; $(cat "$out/tree_rss.err")" | tee -a "$out/throughput.txt"
 "$py" - "$out" "$parallel" "$clients" <<'PY' | tee -a "$out/throughput.txt"
-import json, sys
+import json, os, sys
 out, cores, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 wall, user, sys_ = map(float, open(out + "/serve.time").read().split()[-3:])
 rows = [json.loads(l) for l in open(out + "/served.jsonl")]
@@ -108,8 +99,13 @@ tree = user + sys_
 print(f"bcb serve's process tree: {tree:.1f} s of CPU over {wall:.1f} s (its start included), "
       f"samples {samples:.1f} s: {tree - samples:.1f} s not in the CPU floor "
       f"({1000 * (tree - samples) / len(rows):.0f} ms a job); tree CPU / cores {tree / cores:.1f} s")
-_, cu, cs = map(float, open(out + "/client.time").read().split()[-3:])
+cw, cu, cs = map(float, open(out + "/client.time").read().split()[-3:])
 print(f"the load client ({clients} threads, urllib): {cu + cs:.1f} s of CPU")
+# What the whole machine did meanwhile (user+nice+system+irq+softirq): CPU beside the
+# server's tree here is something else competing with the samples.
+before, after = ([int(x) for x in open(f"{out}/stat.{w}").read().split()[1:8]] for w in ("before", "after"))
+busy = sum(after[i] - before[i] for i in (0, 1, 2, 5, 6)) / os.sysconf("SC_CLK_TCK")
+print(f"the machine during the load: {busy:.1f} core-s busy ({busy / cw:.2f} of {cores} cores over {cw:.1f} s)")
 PY
 only_if compare
 echo "-- the same rows through bcb evaluate (verdicts compared)" >&2
