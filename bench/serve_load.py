@@ -71,6 +71,7 @@ def throughput(url, ds, k, c, out):
                 sent = time.perf_counter() - t0
                 r = post(url, [rows[i]])["results"][0]
                 r["sent"], r["answered"] = sent, time.perf_counter() - t0
+                r.setdefault("task_id", rows[i]["task_id"])
                 return i, r
             except urllib.error.HTTPError as e:
                 if e.code in (429, 503):
@@ -101,6 +102,12 @@ def throughput(url, ds, k, c, out):
     print(f"throughput: {len(rows)} jobs, {c} clients: wall {wall:.1f} s | CPU floor "
           f"(sum sample CPU {cpu:.1f} s / {cores} cores) {cpu / cores:.1f} s | ratio "
           f"{wall / max(cpu / cores, 1e-9):.2f} | errors {len(errors)} | verdicts {by}")
+    # No schedule ends a job before its request came plus its own test time; clients send in
+    # dataset order as answers come back, so a long sleeper sent late sets a bound of its own.
+    late = max((r for r in results if r and r.get("test_secs")), key=lambda r: r["sent"] + r["test_secs"], default=None)
+    if late:
+        print(f"the clients' bound (latest sent + test time): {late['sent'] + late['test_secs']:.1f} s "
+              f"({late['task_id']}, sent at {late['sent']:.1f} s, {late['test_secs']:.1f} s of test)")
 
 
 if __name__ == "__main__":

@@ -208,22 +208,41 @@ fn same_verdicts_as_without_extras(kind: &str) {
 
 /// Sleeps two seconds, then keeps a core busy for twelve (a primary that wakes up computing).
 const WAKES_AND_COMPUTES: &str = "import time\ndef task_func():\n    time.sleep(2)\n    t = time.time()\n    while time.time() - t < 12:\n        pass\n    return 1\n";
+/// The same, pausing half a second every 2.5 s of its twelve (a frozen extra thaws then, as
+/// it does between the short samples of a real run).
+const WAKES_AND_COMPUTES_IN_STRETCHES: &str = "import time\ndef task_func():\n    time.sleep(2)\n    t = time.time()\n    while time.time() - t < 12:\n        s = time.time()\n        while time.time() - s < 2.5:\n            pass\n        time.sleep(0.5)\n    return 1\n";
 /// BigCodeBench/1040's shape: a server thread that needs a moment of CPU before it listens
 /// (60 ms here, imports or a config in real tasks), started by a test that sleeps a fixed
 /// second and then connects.
 const SERVER: &str = "import socket, time\ndef task_func(port):\n    t = time.thread_time()\n    while time.thread_time() - t < 0.06:\n        pass\n    srv = socket.socket()\n    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n    srv.bind(('127.0.0.1', port))\n    srv.listen(1)\n    c, _ = srv.accept()\n    c.sendall(c.recv(16))\n    c.close()\n    srv.close()\n";
 const SERVER_TEST: &str = "import socket, threading, time, unittest\nclass TestCases(unittest.TestCase):\n    def test_rounds(self):\n        for i in range(6):\n            t = threading.Thread(target=task_func, args=(20000 + i,))\n            t.start()\n            time.sleep(1)\n            with socket.create_connection(('127.0.0.1', 20000 + i), timeout=10) as c:\n                c.sendall(b'hi')\n                self.assertEqual(c.recv(16), b'hi')\n            t.join()\n";
 
+/// The same test, computing for half a second of CPU first (imports or setup in real tasks)
+/// once the primaries compute, then quiet for a second before its rounds.
+const COMPUTES_THEN_SERVER_TEST: &str = "import socket, threading, time, unittest\nclass TestCases(unittest.TestCase):\n    def test_rounds(self):\n        time.sleep(2.5)\n        t = time.thread_time()\n        while time.thread_time() - t < 0.5:\n            pass\n        time.sleep(1)\n        for i in range(6):\n            t = threading.Thread(target=task_func, args=(20000 + i,))\n            t.start()\n            time.sleep(1)\n            with socket.create_connection(('127.0.0.1', 20000 + i), timeout=10) as c:\n                c.sendall(b'hi')\n                self.assertEqual(c.recv(16), b'hi')\n            t.join()\n";
+
 #[test]
 fn an_extra_server_sample_keeps_its_fixed_sleep_beside_computing_primaries() {
+    servers_beside_computing_primaries(WAKES_AND_COMPUTES, SERVER_TEST);
+}
+
+/// A sample that once computed (and so was frozen when starved) and then went quiet starts
+/// over: BigCodeBench/1040's correct answer failed in `bcb serve` runs, frozen for 8 s beside
+/// TensorFlow primaries after its start-up, while its server's ten-second window ran out.
+#[test]
+fn an_extra_that_computed_once_then_serves_keeps_its_fixed_sleep() {
+    servers_beside_computing_primaries(WAKES_AND_COMPUTES_IN_STRETCHES, COMPUTES_THEN_SERVER_TEST);
+}
+
+fn servers_beside_computing_primaries(primary: &str, server_test: &str) {
     let Some(py) = python() else { return };
     let _quiet = QuietCpu::enter();
     // The two primaries sleep first, so the idle cores admit the server samples beside them;
     // then the primaries keep both cores busy while the servers' tests go round.
     let mut jobs: Vec<Job> = (0..2)
-        .map(|k| job(k, "computes", WAKES_AND_COMPUTES, ONE_TEST, 30.0))
+        .map(|k| job(k, "computes", primary, ONE_TEST, 30.0))
         .collect();
-    jobs.extend((10..13).map(|k| job(k, "server", SERVER, SERVER_TEST, 30.0)));
+    jobs.extend((10..13).map(|k| job(k, "server", SERVER, server_test, 30.0)));
     let exec = executor_for("pool", config(py, 2)).expect("executor");
     let t0 = Instant::now();
     let seen = Mutex::new(Vec::new());

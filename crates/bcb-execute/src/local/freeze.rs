@@ -24,7 +24,7 @@
 //! after using its share of a core then (it computes, rather than finishing a burst a
 //! waiting thread of its test needs in time) is it frozen when starved (its clock then
 //! stops exactly), and thawed, oldest first, once half a core has stayed free
-//! ([`next_weight`]). When it becomes primary, it gets the default weight back.
+//! ([`next_weight`]). Once quiet, it starts over (probed again before any freeze). When it becomes primary, it gets the default weight back.
 //!
 //! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
@@ -101,7 +101,8 @@ pub(crate) struct Freezable {
     /// Given the default weight back because it starved at the lowest: the next
     /// measurement tells whether it computes or only had a burst to finish.
     probing: AtomicBool,
-    /// A probe showed it computes: starved at the lowest weight, it is frozen.
+    /// A probe showed it computes: starved at the lowest weight, it is frozen (until it
+    /// goes quiet).
     computes: AtomicBool,
     /// The supervisor's control pipe; `None`: a slot warming up inside the cgroup, frozen
     /// directly (its supervisor is frozen with it).
@@ -317,9 +318,10 @@ struct Seen {
 /// sleep runs out meanwhile (a freeze stops the sample, not the clocks it reads), so it
 /// connects before the server listens: `ConnectionRefusedError` for a correct answer. Only
 /// a sample that is still runnable after a probe in which it used its share of a core
-/// computes, and from then on it is frozen when starved (its clock then stops exactly). A
-/// CPU-bound extra so takes at most one more interval at the default weight from the
-/// primaries than before.
+/// computes, and from then on it is frozen when starved (its clock then stops exactly),
+/// until it goes quiet: then it starts over (a server that computed at its start and was
+/// frozen later missed its test's window all the same). A CPU-bound extra so takes at most
+/// one more interval at the default weight from the primaries per quiet spell.
 fn next_weight(w: Weighing, seen: Seen) -> (Weighing, bool) {
     let busy = seen.used >= FREEZE_CPU_SHARE;
     let mut next = w;
@@ -340,7 +342,14 @@ fn next_weight(w: Weighing, seen: Seen) -> (Weighing, bool) {
             let quiet = !seen.runnable && !seen.was_runnable;
             let starved = seen.runnable && seen.was_runnable && seen.used < STARVED_CPU_SHARE;
             if quiet && !busy {
-                next.shares = PRIMARY_CPU_SHARES;
+                // It starts over: what it computed before says nothing about its next wake-up
+                // (a server that computed at its start, frozen when starved, misses its test's
+                // fixed sleep as surely as one never probed).
+                next = Weighing {
+                    shares: PRIMARY_CPU_SHARES,
+                    probing: false,
+                    computes: false,
+                };
             } else if starved && !w.computes {
                 next.shares = PRIMARY_CPU_SHARES;
                 next.probing = true;
@@ -836,10 +845,11 @@ mod tests {
             next_weight(computes, seen(0.0, true, true)),
             (computes, true)
         );
-        // Quiet at the lowest weight: the default again, whatever it did before.
+        // Quiet at the lowest weight: the default again, and it starts over (starved later,
+        // it is probed again before it may be frozen).
         assert_eq!(
             next_weight(computes, seen(0.0, false, false)),
-            (at(default, false, true), false)
+            (at(default, false, false), false)
         );
         // Runnable at one measurement only: neither quiet nor starved.
         assert_eq!(next_weight(w, seen(0.0, true, false)), (w, false));
