@@ -24,7 +24,8 @@
 //! after using its share of a core then (it computes, rather than finishing a burst a
 //! waiting thread of its test needs in time) is it frozen when starved (its clock then
 //! stops exactly), and thawed, oldest first, once half a core has stayed free
-//! ([`next_weight`]). Once quiet, it starts over (probed again before any freeze). When it becomes primary, it gets the default weight back.
+//! ([`next_weight`]). Once quiet, it starts over (probed again before any freeze). When it
+//! becomes primary, it gets the default weight back.
 //!
 //! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
