@@ -71,7 +71,6 @@ def throughput(url, ds, k, c, out):
                 sent = time.perf_counter() - t0
                 r = post(url, [rows[i]])["results"][0]
                 r["sent"], r["answered"] = sent, time.perf_counter() - t0
-                r.setdefault("task_id", rows[i]["task_id"])
                 return i, r
             except urllib.error.HTTPError as e:
                 if e.code in (429, 503):
