@@ -3,6 +3,9 @@
 #   1. latency at concurrency 1: BigCodeBench/854's canonical solution, varied so no cache
 #      answers, N requests over loopback: p50/p99 request time and overhead (request - test
 #      time), beside one `bcb evaluate` invocation per sample (wall each, 10 runs).
+#   waiting (PARTS=waiting, not in the default): W concurrent requests whose samples sleep,
+#      then W /run_code ones: the server process's own CPU and threads while they wait (a
+#      request waiting for its verdict should cost nothing).
 #   2. throughput: the hard subset's canonical solutions x4 (592 jobs), dedup and cache off,
 #      64 concurrent clients one sample per request: wall vs the CPU floor (sum of sample CPU /
 #      cores), errors, verdicts equal to `bcb evaluate`'s on the same rows, peak RSS of the
@@ -10,9 +13,9 @@
 #      leaves out) and of the load client.
 # usage: bench/serve.sh [N latency requests, default 200] [parallel, default nproc]
 # env:   BCB_BIN (default: cargo build --release), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT,
-#        CLIENTS (64), COPIES (4), PORT (18765),
-#        PARTS ("latency throughput compare": any of them; compare runs the throughput rows
-#        through bcb evaluate and compares the verdicts),
+#        CLIENTS (64), COPIES (4), PORT (18765), WAITING (512),
+#        PARTS ("latency throughput compare": any of them, and waiting; compare runs the
+#        throughput rows through bcb evaluate and compares the verdicts),
 #        SERVE_FLAGS (more `bcb serve` flags for the throughput server, e.g. --max-in-flight 16)
 set -euo pipefail
 n=${1:-200}
@@ -72,6 +75,12 @@ for i in $(seq 0 9); do
     /usr/bin/time -f '%e' -a -o "$out/evaluate-walls" "$bcb" evaluate --samples "$out/one-$i--bigcodebench-hard-complete--x.jsonl" --ids BigCodeBench/854 --no-cache --parallel "$parallel" -q >/dev/null
 done
 sort -n "$out/evaluate-walls" | awk '{a[NR]=$1} END {printf "bcb evaluate per sample: p50 %.0f ms, max %.0f ms (n=%d)\n", 1000*a[int((NR+1)/2)], 1000*a[NR], NR}' | tee -a "$out/latency.txt"
+fi
+if [[ " $parts " == *" waiting "* ]]; then
+echo "== waiting: ${WAITING:-512} requests a kind, their samples asleep" >&2
+serve
+"$py" "$here/bench/serve_load.py" waiting "$url" "$(pgrep -P $pid)" "${WAITING:-512}" 10 | tee "$out/waiting.txt"
+pkill -KILL -P $pid; wait $pid || true # a drain would wait for the sleepers
 fi
 only_if throughput
 

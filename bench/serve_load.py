@@ -7,6 +7,10 @@ throughput URL DATASET_DIR K C OUT the hard subset's canonical solutions x K, on
                                    request, C concurrent clients; writes OUT (JSONL verdicts in
                                    samples order) and prints wall, CPU floor, errors, lost.
                                    BENCH_IDS=a,b restricts the tasks (smoke runs).
+waiting URL PID W SECS             W concurrent one-sample requests whose programs sleep (a few
+                                   run, the rest queue), then W /run_code ones: the server
+                                   process's own CPU (its children's not counted) and threads
+                                   while they wait, per thread name.
 """
 import concurrent.futures as cf
 import gzip
@@ -109,10 +113,56 @@ def throughput(url, ds, k, c, out):
               f"({late['task_id']}, sent at {late['sent']:.1f} s, {late['test_secs']:.1f} s of test)")
 
 
+def waiting(url, pid, w, secs):
+    import threading
+
+    def own_cpu():
+        """CPU of the server process by thread name (its children are not counted), from
+        schedstat's nanoseconds: tick accounting misses threads that wake for microseconds."""
+        by = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                name = open(f"/proc/{pid}/task/{tid}/comm").read().strip().rstrip("0123456789-")
+                ns = int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+            by[name] = by.get(name, 0.0) + ns / 1e9
+        return by
+
+    def send(path, body):
+        req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            urllib.request.urlopen(req, timeout=3600).read()
+        except Exception:
+            pass  # the server is killed after the measurement
+
+    sleep = "import time\ntime.sleep(3600)\n"
+    kinds = {
+        "/v1/evaluate": lambda i: {"samples": [{"task_id": "BigCodeBench/854", "solution": f"{sleep}# {i} {time.time()}\n"}]},
+        "/run_code": lambda i: {"code": f"{sleep}# {i} {time.time()}", "language": "python", "run_timeout": 3600},
+    }
+    for path, body in kinds.items():
+        for i in range(w):
+            threading.Thread(target=send, args=(path, body(i)), daemon=True).start()
+        time.sleep(5)  # all sent and queued
+        before, t0 = own_cpu(), time.perf_counter()
+        time.sleep(secs)
+        after, dt = own_cpu(), time.perf_counter() - t0
+        spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+        total = sum(spent.values())
+        top = ", ".join(f"{k} {v:.2f} s" for k, v in sorted(spent.items(), key=lambda kv: -kv[1])[:3] if v > 0)
+        print(f"waiting: {w} more requests on {path} (all sent so far wait): the server's own CPU "
+              f"{total:.2f} s over {dt:.1f} s ({100 * total / dt:.1f}% of a core; {top}), "
+              f"{len(os.listdir(f'/proc/{pid}/task'))} threads")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "latency":
         latency(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif cmd == "waiting":
+        waiting(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif cmd == "throughput":
         throughput(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
     else:

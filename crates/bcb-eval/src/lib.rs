@@ -54,14 +54,14 @@ pub use limits::DEFAULT_BASE_TIMEOUT;
 pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
-pub use script::{ScriptRequest, ScriptSubmission, ScriptWait, SCRIPT_TASK_ID};
+pub use script::{ScriptRequest, ScriptSubmission, SCRIPT_TASK_ID};
 pub use session::{GtMode, Request, Reuse, SampleRun, Session};
 pub use settings::{samples_journal_key, Settings};
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
 pub use warm::{
-    AllDelivered, Submission, SubmissionItem, SubmitOptions, SubmitSample, Verdict, WarmOptions,
-    WarmSession, WarmStats,
+    Submission, SubmissionHandle, SubmissionItem, SubmitOptions, SubmitSample, Verdict,
+    WarmOptions, WarmSession, WarmStats,
 };
 
 /// Test fixtures shared by the unit tests of several modules.

@@ -6,7 +6,6 @@
 //! another result, and its result is the client's, not a verdict.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,34 +29,12 @@ pub struct ScriptRequest {
     pub run_timeout: Duration,
 }
 
-/// A script in flight: its one result, or the error that left it without one. Dropping it
-/// cancels the job if it has not started.
+/// A script in flight; its result goes to the `deliver` given to
+/// [`WarmSession::submit_script`]. Dropping it cancels the job if it has not started.
 pub struct ScriptSubmission {
-    rx: Receiver<Result<Outcome, ExecError>>,
     group: u64,
     finished: Arc<AtomicBool>,
     engine: Arc<Engine>,
-}
-
-/// What waiting on a [`ScriptSubmission`] gives.
-#[derive(Debug)]
-pub enum ScriptWait {
-    Done(Result<Outcome, ExecError>),
-    /// Nothing yet within the wait.
-    Pending,
-    /// The submission ended without a result (cancelled, or the session closed).
-    Gone,
-}
-
-impl ScriptSubmission {
-    /// The result, waiting at most `wait`.
-    pub fn wait(&self, wait: Duration) -> ScriptWait {
-        match self.rx.recv_timeout(wait) {
-            Ok(r) => ScriptWait::Done(r),
-            Err(RecvTimeoutError::Timeout) => ScriptWait::Pending,
-            Err(RecvTimeoutError::Disconnected) => ScriptWait::Gone,
-        }
-    }
 }
 
 impl Drop for ScriptSubmission {
@@ -71,7 +48,13 @@ impl Drop for ScriptSubmission {
 impl WarmSession {
     /// Queues one script job (its own turn in the round-robin) and returns at once. Its memory
     /// cap is the request's when lower than the session's limit, else the session's.
-    pub fn submit_script(&self, req: ScriptRequest) -> Result<ScriptSubmission, SessionError> {
+    /// `deliver` gets its result (or the error that left it without one) from the thread that
+    /// has it; it is dropped uncalled if the job never ran (cancelled, or the session closed).
+    pub fn submit_script(
+        &self,
+        req: ScriptRequest,
+        deliver: impl FnOnce(Result<Outcome, ExecError>) + Send + 'static,
+    ) -> Result<ScriptSubmission, SessionError> {
         let engine = self.engine().clone();
         if !engine.accepting() {
             return Err(SessionError::Closed);
@@ -95,7 +78,7 @@ impl WarmSession {
         };
         let group = engine.group();
         let finished = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = channel();
+        let mut deliver = Some(deliver);
         let retry = self.retry_policy();
         let worker = {
             let (engine, finished) = (engine.clone(), finished.clone());
@@ -110,11 +93,15 @@ impl WarmSession {
                     // No sinks: a script's result is never journaled or cached.
                     let result =
                         runner.run_jobs(Phase::Samples, vec![job], &|_| Ok(()), &mut |_, o| {
-                            let _ = tx.send(Ok(o.clone()));
+                            if let Some(deliver) = deliver.take() {
+                                deliver(Ok(o.clone()));
+                            }
                             Ok(())
                         });
-                    if let Err(SessionError::NoVerdict { error, .. }) = result {
-                        let _ = tx.send(Err(error));
+                    if let (Err(SessionError::NoVerdict { error, .. }), Some(deliver)) =
+                        (result, deliver.take())
+                    {
+                        deliver(Err(error));
                     }
                     engine.forget(group);
                     finished.store(true, Ordering::Relaxed);
@@ -125,7 +112,6 @@ impl WarmSession {
             return Err(SessionError::Sink(e.into()));
         }
         Ok(ScriptSubmission {
-            rx,
             group,
             finished,
             engine,

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use bcb_execute::{ExecError, Job, Outcome};
@@ -31,8 +30,24 @@ pub struct Verdict {
     pub origin: Origin,
 }
 
-/// Where a submission's answers go: `(index in the submission, verdict or why none)`.
-pub(crate) type Answers = Sender<(usize, Result<Verdict, ExecError>)>;
+/// One answer of a submission: `(index in the submission, verdict or why none)`.
+pub type SubmissionItem = (usize, Result<Verdict, ExecError>);
+
+/// Where a submission's answers go, from whichever thread has one: a channel of the caller's
+/// choice (std for a blocking reader, tokio for a server's task), so nobody polls for them.
+/// The submission ends for its reader once every clone is dropped.
+#[derive(Clone)]
+pub(crate) struct Answers(Arc<dyn Fn(SubmissionItem) + Send + Sync>);
+
+impl Answers {
+    pub(crate) fn new(deliver: impl Fn(SubmissionItem) + Send + Sync + 'static) -> Answers {
+        Answers(Arc::new(deliver))
+    }
+
+    pub(crate) fn send(&self, item: SubmissionItem) {
+        (self.0)(item)
+    }
+}
 
 /// A submission's samples that one run answers.
 pub(crate) struct Waiter {
@@ -213,16 +228,14 @@ impl SharedRuns {
 mod tests {
     use super::*;
     use bcb_execute::{Details, Status};
-    use std::sync::mpsc::channel;
 
     use crate::test_support::job;
 
     fn waiter() -> (Waiter, Arc<AtomicBool>) {
-        let (tx, _rx) = channel();
         let cancelled = Arc::new(AtomicBool::new(false));
         let w = Waiter {
             jobs: vec![job("w")],
-            answers: tx,
+            answers: Answers::new(|_| {}),
             cancelled: cancelled.clone(),
         };
         (w, cancelled)

@@ -30,6 +30,7 @@ use crate::plan::{program_code, sample_jobs, SampleProgram};
 use crate::runner::{RetryPolicy, Runner};
 use crate::session::{GtMode, Session};
 use crate::settings::Settings;
+pub use crate::shared_runs::SubmissionItem;
 pub use crate::shared_runs::Verdict;
 use crate::shared_runs::{Answers, Claim, SharedRuns, Waiter, DEFAULT_REMEMBERED};
 use crate::triage::{triage, Triage};
@@ -233,6 +234,23 @@ impl WarmSession {
         samples: Vec<SubmitSample>,
         opts: SubmitOptions,
     ) -> Result<Submission, SessionError> {
+        let (tx, rx) = channel();
+        let handle = self.submit_with(samples, opts, move |item| {
+            let _ = tx.send(item);
+        })?;
+        Ok(Submission { rx, handle })
+    }
+
+    /// [`WarmSession::submit`] for a caller that reads answers its own way: `deliver` gets
+    /// each one as it arrives, from the thread that has it, and is dropped once all were
+    /// delivered (so a channel inside it closes). A server hands it a tokio channel and awaits
+    /// answers, the client's departure and its deadline together, with no thread polling.
+    pub fn submit_with(
+        &self,
+        samples: Vec<SubmitSample>,
+        opts: SubmitOptions,
+        deliver: impl Fn(SubmissionItem) + Send + Sync + 'static,
+    ) -> Result<SubmissionHandle, SessionError> {
         let inner = &self.inner;
         if !inner.engine.accepting() {
             return Err(SessionError::Closed);
@@ -262,7 +280,7 @@ impl WarmSession {
         let group = inner.engine.group();
         let finished = Arc::new(AtomicBool::new(false));
         let cancelled = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = channel();
+        let tx = Answers::new(deliver);
         {
             let mut st = inner.stats.lock().unwrap();
             st.submissions += 1;
@@ -288,8 +306,7 @@ impl WarmSession {
             inner.stats.lock().unwrap().active_submissions -= 1;
             return Err(SessionError::Sink(e.into()));
         }
-        Ok(Submission {
-            rx,
+        Ok(SubmissionHandle {
             len,
             group,
             finished,
@@ -350,6 +367,40 @@ impl WarmSession {
 /// was answered. Dropping it cancels the jobs not yet started.
 pub struct Submission {
     rx: Receiver<SubmissionItem>,
+    handle: SubmissionHandle,
+}
+
+impl Submission {
+    /// Samples in the submission.
+    pub fn len(&self) -> usize {
+        self.handle.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.handle.len == 0
+    }
+
+    /// The next verdict without blocking (`None`: none ready, or all delivered).
+    pub fn try_next(&self) -> Option<SubmissionItem> {
+        self.rx.try_recv().ok()
+    }
+
+    /// See [`SubmissionHandle::cancel`].
+    pub fn cancel(&self) {
+        self.handle.cancel();
+    }
+}
+
+impl Iterator for Submission {
+    type Item = SubmissionItem;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rx.recv().ok()
+    }
+}
+
+/// A submission whose answers go to the caller's `deliver` ([`WarmSession::submit_with`]).
+/// Dropping it cancels the jobs not yet started.
+pub struct SubmissionHandle {
     len: usize,
     group: u64,
     /// Its thread is done (answers may still come from runs of other submissions).
@@ -359,15 +410,7 @@ pub struct Submission {
     engine: Arc<Engine>,
 }
 
-/// What a [`Submission`] yields: the sample's index in the submission and its verdict (or
-/// the error that left it without one).
-pub type SubmissionItem = (usize, Result<Verdict, ExecError>);
-
-/// Every verdict of a submission has been delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllDelivered;
-
-impl Submission {
+impl SubmissionHandle {
     /// Samples in the submission.
     pub fn len(&self) -> usize {
         self.len
@@ -375,25 +418,6 @@ impl Submission {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// The next verdict without blocking (`None`: none ready, or all delivered).
-    pub fn try_next(&self) -> Option<SubmissionItem> {
-        self.rx.try_recv().ok()
-    }
-
-    /// The next verdict, waiting at most `wait`: `Ok(None)` when none came in time,
-    /// `Err(AllDelivered)` once every verdict was delivered (a server's forwarding thread uses it to
-    /// notice a client that went away without blocking in `next()`).
-    pub fn next_timeout(
-        &mut self,
-        wait: std::time::Duration,
-    ) -> Result<Option<SubmissionItem>, AllDelivered> {
-        match self.rx.recv_timeout(wait) {
-            Ok(item) => Ok(Some(item)),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(None),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(AllDelivered),
-        }
     }
 
     /// Cancels the jobs not yet started (running ones finish; their verdicts still come).
@@ -406,14 +430,7 @@ impl Submission {
     }
 }
 
-impl Iterator for Submission {
-    type Item = SubmissionItem;
-    fn next(&mut self) -> Option<Self::Item> {
-        self.rx.recv().ok()
-    }
-}
-
-impl Drop for Submission {
+impl Drop for SubmissionHandle {
     fn drop(&mut self) {
         self.cancel();
     }
@@ -560,7 +577,7 @@ fn fail_waiters(inner: &Inner, group: u64, jobs: impl Iterator<Item = Job>, why:
     for job in jobs {
         for waiter in inner.shared.fail(&inner.shared.key(group, &job)) {
             for j in &waiter.jobs {
-                let _ = waiter.answers.send((index_of(&j.id), Err(error.clone())));
+                waiter.answers.send((index_of(&j.id), Err(error.clone())));
             }
         }
     }
@@ -591,7 +608,7 @@ fn deliver(inner: &Inner, waiter: &Waiter, outcome: &Outcome, first: Origin) -> 
             outcome: outcome.clone(),
             origin,
         };
-        let _ = waiter.answers.send((index_of(&job.id), Ok(verdict)));
+        waiter.answers.send((index_of(&job.id), Ok(verdict)));
         {
             let mut st = inner.stats.lock().unwrap();
             match origin {

@@ -1,13 +1,13 @@
-//! What the HTTP side needs from the evaluation engine: submit samples, hear verdicts in
-//! completion order, cancel by dropping, read queue statistics. The one implementation used by
+//! What the HTTP side needs from the evaluation engine: submit samples, be handed verdicts in
+//! completion order (pushed to the caller's [`Deliver`], so no thread waits or polls per
+//! request), cancel by dropping, read queue statistics. The one implementation used by
 //! `bcb serve` wraps bcb-eval's long-lived warm session (`warm.rs`); the server never calls an
 //! executor itself, for samples or for the scripts of `/run_code`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
+pub use bcb_eval::ScriptRequest;
 use bcb_eval::{GroundTruth, Origin, Settings};
-pub use bcb_eval::{ScriptRequest, ScriptWait};
 use bcb_execute::{ExecError, Outcome};
 
 /// The code of one sample, as the samples files carry it.
@@ -41,21 +41,13 @@ pub struct Verdict {
     pub origin: Option<Origin>,
 }
 
-/// What a submission says next.
-#[derive(Debug)]
-pub enum Next {
-    /// The sample at this index of the submission is done (or got no verdict).
-    Item(usize, Result<Verdict, ExecError>),
-    /// Nothing finished within the wait.
-    Pending,
-    /// Every sample has been reported.
-    Done,
-}
+/// Where a submission's answers go, `(index in the submission, verdict or why none)`, called
+/// from whichever thread has one; dropped once every answer was delivered or dropped.
+pub type Deliver = Box<dyn Fn(usize, Result<Verdict, ExecError>) + Send + Sync>;
 
-/// Verdicts of one submission, in completion order. Dropping it cancels the jobs not started.
-pub trait Submission: Send {
-    fn next_timeout(&mut self, wait: Duration) -> Next;
-}
+/// A submission in flight, held while its answers are wanted: dropping it cancels the jobs
+/// not started (running ones finish and are still delivered).
+pub trait Submission: Send {}
 
 /// Why a submission was refused before anything ran.
 #[derive(Debug, thiserror::Error)]
@@ -90,11 +82,13 @@ pub struct EngineContext {
     pub settings: Arc<Settings>,
 }
 
-/// One script in flight (`/run_code`): wait for its result; dropping it cancels the job if
-/// it has not started.
-pub trait ScriptJob: Send {
-    fn wait(&mut self, wait: Duration) -> ScriptWait;
-}
+/// Where a script's result goes (or the error that left it without one); dropped uncalled
+/// if the job never ran (cancelled, or the session closed).
+pub type DeliverScript = Box<dyn FnOnce(Result<Outcome, ExecError>) + Send>;
+
+/// One script in flight (`/run_code`), held while its result is wanted: dropping it cancels
+/// the job if it has not started.
+pub trait ScriptJob: Send {}
 
 /// The engine behind the server.
 pub trait Verdicts: Send + Sync {
@@ -102,12 +96,17 @@ pub trait Verdicts: Send + Sync {
         &self,
         samples: Vec<SubmitSample>,
         opts: SubmitOptions,
+        deliver: Deliver,
     ) -> Result<Box<dyn Submission>, SubmitError>;
 
     /// Runs one program with stdin (a script job) on the same engine and sandbox as the
     /// samples. An engine that runs none says so.
-    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
-        let _ = req;
+    fn run_script(
+        &self,
+        req: ScriptRequest,
+        deliver: DeliverScript,
+    ) -> Result<Box<dyn ScriptJob>, SubmitError> {
+        let _ = (req, deliver);
         Err(SubmitError::Other {
             message: "this engine runs no scripts".into(),
             hint: "serve /run_code from `bcb serve` with the local executor".into(),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
-use axum::middleware::Next as MwNext;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -39,7 +39,7 @@ mod upstream;
 pub mod warm;
 
 pub use backend::{
-    Code, EngineContext, Next, ScriptJob, ScriptRequest, ScriptWait, Stats, Submission,
+    Code, Deliver, DeliverScript, EngineContext, ScriptJob, ScriptRequest, Stats, Submission,
     SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 pub use catalog::Catalog;
@@ -191,7 +191,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Bearer token check (constant-time compare), when the server has one.
-async fn auth(State(state): State<Arc<AppState>>, req: Request, next: MwNext) -> Response {
+async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(token) = state.cfg.token.as_deref().filter(|t| !t.is_empty()) {
         let given = req
             .headers()

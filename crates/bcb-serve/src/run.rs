@@ -1,6 +1,7 @@
-//! The bridge from async handlers to the engine's blocking submission: admission against the
-//! bounded queue, one blocking thread per submission forwarding verdicts in completion order,
-//! cancellation when the client goes away (the receiver is dropped) or the deadline passes.
+//! The bridge from async handlers to the engine's submissions: admission against the bounded
+//! queue, one task per submission forwarding verdicts in completion order as the engine pushes
+//! them, cancellation when the client goes away (the receiver is dropped) or the deadline
+//! passes. Nothing polls: a request waiting for its verdicts costs no CPU, however many wait.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use bcb_execute::{ExecError, Status};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::backend::{Next, SubmitError, SubmitOptions, SubmitSample, Verdict};
+use crate::backend::{Deliver, SubmitError, SubmitOptions, SubmitSample, Verdict};
 use crate::error::ApiError;
 use crate::metrics::VerdictKind;
 use crate::AppState;
@@ -119,38 +120,39 @@ pub async fn start(
     let n = samples.len();
     let mut admission = Admission::take(state, n)?;
     let task_ids: Vec<String> = samples.iter().map(|s| s.task_id.clone()).collect();
-    let ids_for_error = task_ids.clone();
+    let (answers_tx, mut answers) = mpsc::unbounded_channel();
+    let deliver: Deliver = Box::new(move |index, result| {
+        let _ = answers_tx.send((index, result));
+    });
+    let started = Instant::now();
+    // Submitting hashes every program and starts the submission's thread: off the runtime.
+    let ids = task_ids.clone();
+    let sub = tokio::task::spawn_blocking(move || engine.submit(samples, opts, deliver))
+        .await
+        .map_err(|_| ApiError::unavailable("the submission thread stopped", 1))?
+        .map_err(|e| refusal(e, ids))?;
     let (tx, rx) = mpsc::channel(n.max(1));
-    let state2 = state.clone();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let mut sub = match engine.submit(samples, opts) {
-            Ok(sub) => {
-                let _ = ready_tx.send(Ok(()));
-                sub
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(e));
-                return;
-            }
-        };
+    let state = state.clone();
+    tokio::spawn(async move {
+        let expiry = tokio::time::sleep_until((started + deadline).into());
+        tokio::pin!(expiry);
         let mut left = n;
         while left > 0 {
-            if tx.is_closed() {
-                state2.metrics.cancelled(left);
-                tracing::debug!(left, "client went away: cancelling its jobs");
-                break;
-            }
-            if started.elapsed() >= deadline {
-                state2.metrics.cancelled(left);
-                let _ = tx.blocking_send(Item::Deadline { missing: left });
-                break;
-            }
-            let (index, result) = match sub.next_timeout(Duration::from_millis(25)) {
-                Next::Pending => continue,
-                Next::Done => break,
-                Next::Item(i, r) => (i, r),
+            let (index, result) = tokio::select! {
+                answer = answers.recv() => match answer {
+                    Some(answer) => answer,
+                    None => break, // every answer delivered or dropped (the session stopped)
+                },
+                () = tx.closed() => {
+                    state.metrics.cancelled(left);
+                    tracing::debug!(left, "client went away: cancelling its jobs");
+                    break;
+                }
+                () = &mut expiry => {
+                    state.metrics.cancelled(left);
+                    let _ = tx.send(Item::Deadline { missing: left }).await;
+                    break;
+                }
             };
             left = left.saturating_sub(1);
             admission.release(1);
@@ -158,12 +160,12 @@ pub async fn start(
             let secs = started.elapsed().as_secs_f64();
             let item = match result {
                 Ok(v) => {
-                    let r = answer(&state2, index, task_id, v);
-                    state2.metrics.sample(secs, kind(r.status));
+                    let r = answer(&state, index, task_id, v);
+                    state.metrics.sample(secs, kind(r.status));
                     Item::Verdict(r)
                 }
                 Err(error) => {
-                    state2.metrics.sample(secs, VerdictKind::Error);
+                    state.metrics.sample(secs, VerdictKind::Error);
                     Item::Fault {
                         index,
                         task_id,
@@ -171,19 +173,15 @@ pub async fn start(
                     }
                 }
             };
-            if tx.blocking_send(item).is_err() {
-                state2.metrics.cancelled(left);
+            if tx.send(item).await.is_err() {
+                state.metrics.cancelled(left);
                 break;
             }
         }
-        drop(sub);
+        drop(sub); // cancels the jobs not started
         admission.release(left);
     });
-    match ready_rx.await {
-        Ok(Ok(())) => Ok(rx),
-        Ok(Err(e)) => Err(refusal(e, ids_for_error)),
-        Err(_) => Err(ApiError::unavailable("the submission thread stopped", 1)),
-    }
+    Ok(rx)
 }
 
 /// A submission the engine refused before anything ran, as the client hears it.

@@ -23,11 +23,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use bcb_execute::{ExecError, Outcome, ScriptEnd, ScriptInput, Status};
+use bcb_execute::{Outcome, ScriptEnd, ScriptInput, Status};
 use serde::{Deserialize, Serialize};
 
 use crate::api::{body, json_response, parse};
-use crate::backend::{ScriptRequest, ScriptWait};
+use crate::backend::{DeliverScript, ScriptJob, ScriptRequest};
 use crate::error::ApiError;
 use crate::metrics::VerdictKind;
 use crate::run::{self, Admission};
@@ -174,11 +174,22 @@ fn script_of(state: &AppState, req: RunCodeRequest) -> Result<ScriptRequest, Api
     })
 }
 
-/// How the script's wait ended.
-enum Ended {
-    Result(Result<Outcome, ExecError>),
-    Deadline,
-    Gone,
+/// A script whose result the request still waits for: holds its job and its place in the
+/// queue. Dropped before the result is in (the client went away: axum drops the handler), it
+/// counts the script cancelled, and dropping the job cancels it if it has not started.
+struct Waiting<'a> {
+    state: &'a AppState,
+    _job: Box<dyn ScriptJob>,
+    _admission: Admission,
+    answered: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.state.metrics.cancelled(1);
+        }
+    }
 }
 
 async fn run_code_inner(
@@ -189,67 +200,46 @@ async fn run_code_inner(
     let script = script_of(state, req)?;
     let engine = state.engine()?.clone();
     let admission = Admission::take(state, 1)?;
-    let deadline = state.cfg.request_timeout;
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<Ended>();
-    let state2 = state.clone();
-    tokio::task::spawn_blocking(move || {
-        let _admission = admission; // held until the result is in (or the client left)
-        let started = Instant::now();
-        let mut job = match engine.run_script(script) {
-            Ok(job) => {
-                let _ = ready_tx.send(Ok(()));
-                job
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(e));
-                return;
-            }
-        };
-        let ended = loop {
-            if done_tx.is_closed() {
-                // The client went away: dropping the job cancels it if not started.
-                state2.metrics.cancelled(1);
-                return;
-            }
-            if started.elapsed() >= deadline {
-                state2.metrics.cancelled(1);
-                break Ended::Deadline;
-            }
-            match job.wait(Duration::from_millis(25)) {
-                ScriptWait::Pending => continue,
-                ScriptWait::Gone => break Ended::Gone,
-                ScriptWait::Done(r) => {
-                    let kind = match &r {
-                        Ok(o) => match o.status {
-                            Status::Pass => VerdictKind::Pass,
-                            Status::Fail => VerdictKind::Fail,
-                            Status::Timeout => VerdictKind::Timeout,
-                        },
-                        Err(_) => VerdictKind::Error,
-                    };
-                    state2.metrics.sample(started.elapsed().as_secs_f64(), kind);
-                    break Ended::Result(r);
-                }
-            }
-        };
-        drop(job);
-        let _ = done_tx.send(ended);
+    let started = Instant::now();
+    let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+    let deliver: DeliverScript = Box::new(move |result| {
+        let _ = result_tx.send(result);
     });
-    match ready_rx.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(run::refusal(e, Vec::new())),
-        Err(_) => return Err(ApiError::unavailable("the submission thread stopped", 1)),
-    }
-    match done_rx.await {
-        Ok(Ended::Result(Ok(outcome))) => Ok(response(outcome)),
-        Ok(Ended::Result(Err(error))) => Err(run::fault(bcb_eval::SCRIPT_TASK_ID.into(), &error)),
-        Ok(Ended::Deadline) => Err(run::deadline(1)),
-        Ok(Ended::Gone) | Err(_) => Err(ApiError::unavailable(
-            "the script got no result: the session stopped",
-            5,
-        )
-        .hint("retry; if it persists, see the server's log")),
+    let job = tokio::task::spawn_blocking(move || engine.run_script(script, deliver))
+        .await
+        .map_err(|_| ApiError::unavailable("the submission thread stopped", 1))?
+        .map_err(|e| run::refusal(e, Vec::new()))?;
+    let mut waiting = Waiting {
+        state,
+        _job: job,
+        _admission: admission,
+        answered: false,
+    };
+    let deadline = tokio::time::sleep_until((started + state.cfg.request_timeout).into());
+    let result = tokio::select! {
+        result = result_rx => result,
+        () = deadline => return Err(run::deadline(1)), // `waiting` counts it cancelled
+    };
+    waiting.answered = true;
+    let Ok(result) = result else {
+        // The job was dropped without a result: cancelled, or the session stopped.
+        return Err(
+            ApiError::unavailable("the script got no result: the session stopped", 5)
+                .hint("retry; if it persists, see the server's log"),
+        );
+    };
+    let kind = match &result {
+        Ok(o) => match o.status {
+            Status::Pass => VerdictKind::Pass,
+            Status::Fail => VerdictKind::Fail,
+            Status::Timeout => VerdictKind::Timeout,
+        },
+        Err(_) => VerdictKind::Error,
+    };
+    state.metrics.sample(started.elapsed().as_secs_f64(), kind);
+    match result {
+        Ok(outcome) => Ok(response(outcome)),
+        Err(error) => Err(run::fault(bcb_eval::SCRIPT_TASK_ID.into(), &error)),
     }
 }
 

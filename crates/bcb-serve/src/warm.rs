@@ -3,13 +3,12 @@
 //! server's [`Verdicts`] trait. This file is the only place the server meets the session.
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use bcb_eval::{SessionError, WarmSession};
 use bcb_samples::SampleBody;
 
 use crate::backend::{
-    Code, EngineContext, Next, ScriptJob, ScriptRequest, ScriptWait, Stats, Submission,
+    Code, Deliver, DeliverScript, EngineContext, ScriptJob, ScriptRequest, Stats, Submission,
     SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
 };
 
@@ -32,46 +31,25 @@ impl WarmVerdicts {
     }
 }
 
+/// Holding the handle keeps the submission; dropping it cancels what has not started.
 struct WarmSubmission {
-    sub: bcb_eval::Submission,
-    left: usize,
+    _handle: bcb_eval::SubmissionHandle,
 }
 
-impl Submission for WarmSubmission {
-    fn next_timeout(&mut self, wait: Duration) -> Next {
-        if self.left == 0 {
-            return Next::Done;
-        }
-        match self.sub.next_timeout(wait) {
-            Ok(Some((i, r))) => {
-                self.left -= 1;
-                Next::Item(
-                    i,
-                    r.map(|v| Verdict {
-                        outcome: v.outcome,
-                        origin: Some(v.origin),
-                    }),
-                )
-            }
-            Ok(None) => Next::Pending,
-            Err(bcb_eval::AllDelivered) => Next::Done,
-        }
-    }
+impl Submission for WarmSubmission {}
+
+struct WarmScript {
+    _job: bcb_eval::ScriptSubmission,
 }
 
-struct WarmScript(bcb_eval::ScriptSubmission);
-
-impl ScriptJob for WarmScript {
-    fn wait(&mut self, wait: Duration) -> ScriptWait {
-        self.0.wait(wait)
-    }
-}
+impl ScriptJob for WarmScript {}
 
 impl Verdicts for WarmVerdicts {
     fn submit(
         &self,
         samples: Vec<SubmitSample>,
         opts: SubmitOptions,
+        deliver: Deliver,
     ) -> Result<Box<dyn Submission>, SubmitError> {
         let guard = self.session.read().unwrap();
         let session = guard.as_ref().ok_or(SubmitError::Closed)?;
@@ -86,10 +64,19 @@ impl Verdicts for WarmVerdicts {
             })
             .collect();
         let sub = session
-            .submit(
+            .submit_with(
                 samples,
                 bcb_eval::SubmitOptions {
                     calibrated: opts.calibrated,
+                },
+                move |(index, result)| {
+                    deliver(
+                        index,
+                        result.map(|v| Verdict {
+                            outcome: v.outcome,
+                            origin: Some(v.origin),
+                        }),
+                    )
                 },
             )
             .map_err(|e| match e {
@@ -100,21 +87,24 @@ impl Verdicts for WarmVerdicts {
                     hint: "see the server's log".into(),
                 },
             })?;
-        let left = sub.len();
-        Ok(Box::new(WarmSubmission { sub, left }))
+        Ok(Box::new(WarmSubmission { _handle: sub }))
     }
 
-    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
+    fn run_script(
+        &self,
+        req: ScriptRequest,
+        deliver: DeliverScript,
+    ) -> Result<Box<dyn ScriptJob>, SubmitError> {
         let guard = self.session.read().unwrap();
         let session = guard.as_ref().ok_or(SubmitError::Closed)?;
-        let sub = session.submit_script(req).map_err(|e| match e {
+        let sub = session.submit_script(req, deliver).map_err(|e| match e {
             SessionError::Closed => SubmitError::Closed,
             other => SubmitError::Other {
                 message: other.to_string(),
                 hint: "see the server's log".into(),
             },
         })?;
-        Ok(Box::new(WarmScript(sub)))
+        Ok(Box::new(WarmScript { _job: sub }))
     }
 
     fn stats(&self) -> Stats {

@@ -208,7 +208,7 @@ async fn a_client_killed_mid_stream_cancels_its_queued_jobs() {
     let first = res.chunk().await.unwrap().unwrap();
     assert!(std::str::from_utf8(&first).unwrap().contains("\"pass\""));
     drop(res);
-    // The forwarding thread notices within its poll interval; the fake stops before its next job.
+    // The request's task hears the client leave at once; the fake stops before its next job.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let executed = s.engine.executed.load(Ordering::SeqCst);
     let cancelled = s.engine.cancelled.load(Ordering::SeqCst);
@@ -597,4 +597,39 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     let res = slow.await.unwrap().unwrap();
     assert_eq!(res.status(), 200);
     s.shutdown().await;
+}
+
+/// A request waiting for its verdicts holds no thread of the server's runtime: more such
+/// requests than the runtime has blocking threads (8 here; tokio's default is 512) all reach
+/// the engine's queue at once. With a forwarding thread per request, the ones past the cap
+/// waited outside the queue, uncounted, until a thread freed.
+#[test]
+fn waiting_requests_hold_no_runtime_thread_so_all_reach_the_engine() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(8)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let s = start(|_| {}, true).await;
+        let c = reqwest::Client::new();
+        let requests: Vec<_> = (0..20)
+            .map(|i| {
+                let sample = serde_json::json!([{"task_id": "BigCodeBench/1", "solution": format!("SLEEP 2000 PASS {i}")}]);
+                tokio::spawn(c.post(format!("{}/v1/evaluate", s.url)).json(&body(sample)).send())
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        while s.engine.submitted.load(Ordering::SeqCst) < 20
+            && started.elapsed() < Duration::from_millis(1500)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(s.engine.submitted.load(Ordering::SeqCst), 20, "submissions in the engine while all wait");
+        for r in requests {
+            assert_eq!(r.await.unwrap().unwrap().status(), 200);
+        }
+        s.shutdown().await;
+    });
 }

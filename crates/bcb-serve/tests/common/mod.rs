@@ -7,7 +7,6 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,12 +14,14 @@ use bcb_dataset::{Dataset, Split, Subset};
 use bcb_eval::Origin;
 use bcb_execute::{Details, ExecError, Outcome, Remark, ScriptEnd, ScriptRun, Status};
 use bcb_serve::{
-    AppState, Catalog, Code, Next, ScriptJob, ScriptRequest, ScriptWait, ServeConfig, Stats,
+    AppState, Catalog, Code, Deliver, DeliverScript, ScriptJob, ScriptRequest, ServeConfig, Stats,
     Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 
 #[derive(Default)]
 pub struct Counters {
+    /// Submissions the fake was handed.
+    pub submitted: AtomicUsize,
     pub executed: AtomicUsize,
     pub cancelled: AtomicUsize,
 }
@@ -35,20 +36,12 @@ impl std::ops::Deref for FakeEngine {
     }
 }
 
+/// Stops the fake's thread when dropped (the server cancels by dropping).
 struct FakeSubmission {
-    rx: Receiver<(usize, Result<bcb_serve::backend::Verdict, ExecError>)>,
     stop: Arc<AtomicBool>,
 }
 
-impl Submission for FakeSubmission {
-    fn next_timeout(&mut self, wait: Duration) -> Next {
-        match self.rx.recv_timeout(wait) {
-            Ok((i, r)) => Next::Item(i, r),
-            Err(RecvTimeoutError::Timeout) => Next::Pending,
-            Err(RecvTimeoutError::Disconnected) => Next::Done,
-        }
-    }
-}
+impl Submission for FakeSubmission {}
 
 impl Drop for FakeSubmission {
     fn drop(&mut self) {
@@ -69,8 +62,9 @@ impl Verdicts for FakeEngine {
         &self,
         samples: Vec<SubmitSample>,
         _opts: SubmitOptions,
+        deliver: Deliver,
     ) -> Result<Box<dyn Submission>, SubmitError> {
-        let (tx, rx) = channel();
+        self.submitted.fetch_add(1, Ordering::SeqCst);
         let stop = Arc::new(AtomicBool::new(false));
         let (engine, stop2) = (self.clone(), stop.clone());
         std::thread::spawn(move || {
@@ -102,16 +96,17 @@ impl Verdicts for FakeEngine {
                     d.insert("test_a", "AssertionError");
                     Ok(verdict(Status::Fail, d))
                 };
-                if tx.send((i, r)).is_err() {
-                    engine.cancelled.fetch_add(n - done - 1, Ordering::SeqCst);
-                    return;
-                }
+                deliver(i, r);
             }
         });
-        Ok(Box::new(FakeSubmission { rx, stop }))
+        Ok(Box::new(FakeSubmission { stop }))
     }
 
-    fn run_script(&self, req: ScriptRequest) -> Result<Box<dyn ScriptJob>, SubmitError> {
+    fn run_script(
+        &self,
+        req: ScriptRequest,
+        deliver: DeliverScript,
+    ) -> Result<Box<dyn ScriptJob>, SubmitError> {
         self.executed.fetch_add(1, Ordering::SeqCst);
         let code = req.code.as_str();
         let result = if code.contains("FAULT") {
@@ -146,7 +141,8 @@ impl Verdicts for FakeEngine {
             Ok(o)
         };
         std::thread::sleep(Duration::from_millis(sleep_ms(code)));
-        Ok(Box::new(FakeScript(Some(result))))
+        deliver(result);
+        Ok(Box::new(FakeScript))
     }
 
     fn stats(&self) -> Stats {
@@ -156,16 +152,9 @@ impl Verdicts for FakeEngine {
     fn close(&self) {}
 }
 
-struct FakeScript(Option<Result<Outcome, ExecError>>);
+struct FakeScript;
 
-impl ScriptJob for FakeScript {
-    fn wait(&mut self, _wait: Duration) -> ScriptWait {
-        match self.0.take() {
-            Some(r) => ScriptWait::Done(r),
-            None => ScriptWait::Gone,
-        }
-    }
-}
+impl ScriptJob for FakeScript {}
 
 fn verdict(status: Status, details: Details) -> bcb_serve::backend::Verdict {
     let mut outcome = Outcome::new(status, details);
