@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::freeze::{Freezable, Seat};
 use super::sandbox::{thaw_cgroup, Isolation};
+use super::schedule::note_spawner;
 use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
 use crate::{ExecConfig, Job};
 
@@ -153,6 +154,7 @@ impl Slot {
     /// inside its freezer cgroup, so the governor can freeze the warm-up as it would the
     /// sample. The supervisor leaves the cgroup before it says it is ready.
     pub fn spawn_for(spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+        note_spawner(); // where the demand walk finds the slot
         let warm_in = spec
             .freezer
             .as_ref()
