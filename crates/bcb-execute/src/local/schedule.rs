@@ -186,8 +186,8 @@ pub(crate) fn note_spawner() {
 /// where the kernel has no such lists.
 fn our_demand() -> Option<usize> {
     let me = std::process::id();
-    let mut spawners: Vec<u32> = SPAWNERS.lock().unwrap().iter().copied().collect();
-    spawners.push(me);
+    let mut spawners = SPAWNERS.lock().unwrap().clone();
+    spawners.insert(me); // once, if it spawned too
     let mut stack = Vec::new();
     for tid in spawners {
         match std::fs::read_to_string(format!("/proc/{me}/task/{tid}/children")) {
