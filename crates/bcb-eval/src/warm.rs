@@ -411,15 +411,6 @@ pub struct SubmissionHandle {
 }
 
 impl SubmissionHandle {
-    /// Samples in the submission.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Cancels the jobs not yet started (running ones finish; their verdicts still come).
     /// A run another submission waits for is handed over to it, not dropped.
     pub fn cancel(&self) {
