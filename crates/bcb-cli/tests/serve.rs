@@ -30,6 +30,11 @@ struct Server {
     log: mpsc::Receiver<String>,
 }
 
+/// No overlap slots beyond `--parallel`: a server warms every slot before it is ready, and
+/// the eight extra interpreters of the default (about 10 s of CPU per start) test nothing the
+/// verdict test below, which keeps the default, does not.
+const NO_OVERLAP: [&str; 2] = ["--max-in-flight", "2"];
+
 impl Server {
     fn start(env: &evalkit::Env, extra: &[&str]) -> Server {
         let ids = TASKS.join(",");
@@ -306,7 +311,7 @@ fn statuses_and_flags(res: reqwest::blocking::Response) -> Vec<(String, Vec<Stri
 fn repeats_across_requests_run_once_and_a_server_killed_with_sigkill_answers_from_its_cache() {
     let Some(env) = evalkit::env() else { return };
     let rows = samples(&env);
-    let mut server = Server::start(&env, &[]);
+    let mut server = Server::start(&env, &NO_OVERLAP);
     let first = statuses_and_flags(server.evaluate(&rows));
     let has = |flags: &[String], f: &str| flags.iter().any(|x| x == f);
     assert!(
@@ -325,7 +330,7 @@ fn repeats_across_requests_run_once_and_a_server_killed_with_sigkill_answers_fro
     // SIGKILL: no drain, no close. What it executed is on disk already.
     server.child.kill().unwrap();
     server.child.wait().unwrap();
-    let server = Server::start(&env, &[]);
+    let server = Server::start(&env, &NO_OVERLAP);
     let after = statuses_and_flags(server.evaluate(&rows));
     for ((s1, _), (s2, f)) in first.iter().zip(&after) {
         assert_eq!(s1, s2);
@@ -334,7 +339,10 @@ fn repeats_across_requests_run_once_and_a_server_killed_with_sigkill_answers_fro
     assert_eq!(metric(&server, "bcb_cache_hits_total"), rows.len() as u64);
     // --no-cache --no-dedup: every sample runs, nothing is flagged.
     drop(server);
-    let plain = Server::start(&env, &["--no-cache", "--no-dedup"]);
+    let plain = Server::start(
+        &env,
+        &["--no-cache", "--no-dedup", NO_OVERLAP[0], NO_OVERLAP[1]],
+    );
     for _ in 0..2 {
         let got = statuses_and_flags(plain.evaluate(&rows));
         assert!(
@@ -349,7 +357,10 @@ fn repeats_across_requests_run_once_and_a_server_killed_with_sigkill_answers_fro
 #[test]
 fn faults_client_killed_mid_stream_and_sigterm_under_load() {
     let Some(env) = evalkit::env() else { return };
-    let mut server = Server::start(&env, &["--no-cache", "--no-dedup"]);
+    let mut server = Server::start(
+        &env,
+        &["--no-cache", "--no-dedup", NO_OVERLAP[0], NO_OVERLAP[1]],
+    );
     let rows = samples(&env);
     // A client that reads one streamed verdict and goes away: its other jobs are cancelled,
     // the server stays healthy and answers the next request in full.
@@ -450,7 +461,7 @@ fn a_tokenless_non_loopback_listen_address_refuses_to_start() {
 #[test]
 fn upstream_answer_is_the_result_files_of_bcb_evaluate_and_other_limits_are_refused() {
     let Some(env) = evalkit::env() else { return };
-    let server = Server::start(&env, &[]);
+    let server = Server::start(&env, &NO_OVERLAP);
     let rows = samples(&env);
     let name = "m--bigcodebench-hard-complete.jsonl";
     let path = env.path(name);
@@ -579,7 +590,7 @@ fn run_code_with_the_sandbox_fusion_client_and_verls_request_shape() {
     };
     // A secret the server process holds (the children of a test process inherit its env).
     std::env::set_var("RUNCODE_TEST_SECRET", "s3cr3t");
-    let server = Server::start(&env, &[]);
+    let server = Server::start(&env, &NO_OVERLAP);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let secret_file = env.path("secret.txt");
     std::fs::write(&secret_file, "s3cr3t").unwrap();

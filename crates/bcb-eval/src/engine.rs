@@ -300,19 +300,16 @@ impl Engine {
     pub fn serve(&self, executor: &dyn Executor) -> Result<(), ExecError> {
         // The executor starts (and warms its workers) with the first job, not before: a run
         // that finds everything journaled or cached starts nothing.
-        loop {
-            let s = self.state.lock().unwrap();
-            if !s.queues.is_empty() {
-                break;
-            }
-            if s.closed {
-                drop(s);
-                self.state.lock().unwrap().stopped = Some(None);
-                return Ok(());
-            }
-            drop(s);
-            self.bell.wait(Duration::from_secs(1));
+        if self.first_job_or_close() {
+            self.serve_at_once(executor)
+        } else {
+            Ok(())
         }
+    }
+
+    /// [`Engine::serve`] for a service: the executor starts (and warms its workers) now, not
+    /// with the first job, so the first request does not wait on imports.
+    pub fn serve_at_once(&self, executor: &dyn Executor) -> Result<(), ExecError> {
         let result = executor.serve(self, &|ticket, job, result| {
             self.deliver(ticket, job, result)
         });
@@ -322,6 +319,23 @@ impl Engine {
         s.in_flight.clear();
         drop(s);
         result
+    }
+
+    /// Waits for the first job (true) or the engine's close with none (false: stopped).
+    fn first_job_or_close(&self) -> bool {
+        loop {
+            let s = self.state.lock().unwrap();
+            if !s.queues.is_empty() {
+                return true;
+            }
+            if s.closed {
+                drop(s);
+                self.state.lock().unwrap().stopped = Some(None);
+                return false;
+            }
+            drop(s);
+            self.bell.wait(Duration::from_secs(1));
+        }
     }
 
     fn deliver(&self, ticket: Ticket, job: Job, result: Result<Outcome, ExecError>) {

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bcb_dataset::Dataset;
 use bcb_execute::{ExecError, Executor, Job, JobId, Outcome, Program};
@@ -153,10 +154,15 @@ impl Sink for Forward {
     }
 }
 
+/// How long [`WarmSession::start`] waits for the executor's workers to warm up (a slot's
+/// own import deadline is as long).
+const WARM_WITHIN: Duration = Duration::from_secs(300);
+
 impl WarmSession {
     /// Starts `executor` serving (its workers stay up until [`WarmSession::close`]), then
     /// loads the ground truth from `gt_cache` and runs what is missing (per `opts.gt`), with
-    /// its events to `sinks`.
+    /// its events to `sinks`, and returns once the executor's workers are warm
+    /// ([`Executor::wait_warm`]): the first submission pays no warm-up.
     pub fn start(
         dataset: Arc<Dataset>,
         executor: Arc<dyn Executor>,
@@ -171,7 +177,7 @@ impl WarmSession {
             std::thread::Builder::new()
                 .name("bcb-warm-executor".into())
                 .spawn(move || {
-                    if let Err(e) = engine.serve(&*executor) {
+                    if let Err(e) = engine.serve_at_once(&*executor) {
                         tracing::warn!("the warm executor stopped: {e}");
                     }
                 })
@@ -196,6 +202,12 @@ impl WarmSession {
                 return Err(e);
             }
         };
+        if !executor.wait_warm(WARM_WITHIN) {
+            tracing::warn!(
+                "the executor's workers were not all warm after {} s; starting anyway",
+                WARM_WITHIN.as_secs()
+            );
+        }
         Ok(WarmSession {
             inner: Arc::new(Inner {
                 dataset,

@@ -7,8 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bcb_eval::WarmOptions;
 use bcb_eval::{GtCache, SubmitOptions, SubmitSample, WarmSession};
+use bcb_eval::{GtMode, WarmOptions};
 use bcb_execute::{ExecConfig, Executor, Limits, PoolExecutor};
 use bcb_samples::SampleBody;
 
@@ -115,6 +115,77 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
         pool.slots_started(),
         warm_slots,
         "the pool's interpreters were started again between submissions"
+    );
+    session.close();
+}
+
+/// A service is ready only once every slot is warm, the overlap ones beyond `parallel`
+/// included: its first burst of requests pays no imports (a batch run warms those on first
+/// use, as before). Before this, the session returned with one slot warm of three.
+#[test]
+fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
+    let Some(python) = bcb_testkit::python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ds = Arc::new(common::dataset(dir.path()));
+    let settings = common::settings();
+    let cache = GtCache::new(dir.path(), &ds, &settings);
+    let pool_config = |python| ExecConfig {
+        python,
+        parallel: 1,
+        max_in_flight: 3,
+        limits: Limits {
+            memory_mb: 1024,
+            max_processes: 64,
+            ..Limits::default()
+        },
+        hacks: Default::default(),
+    };
+    let pool = Arc::new(PoolExecutor::new(pool_config(python.clone())).unwrap());
+    let start = |pool: &Arc<PoolExecutor>, gt: GtMode| {
+        let executor: Arc<dyn Executor> = pool.clone();
+        WarmSession::start(
+            ds.clone(),
+            executor,
+            settings.clone(),
+            &cache,
+            Vec::new(),
+            WarmOptions {
+                gt,
+                ..WarmOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let session = start(&pool, GtMode::Use);
+    assert_eq!(pool.slots_started(), 3, "the overlap slots were not warmed");
+    assert!(pool.wait_warm(Duration::ZERO));
+    let answers: Vec<_> = session
+        .submit(
+            (0..3).map(|i| sleeper(0, i, 0.2)).collect(),
+            SubmitOptions::default(),
+        )
+        .unwrap()
+        .collect();
+    assert!(answers
+        .iter()
+        .all(|(_, r)| r.as_ref().unwrap().outcome.status.is_pass()));
+    assert_eq!(
+        pool.slots_started(),
+        3,
+        "a slot was started for the first burst"
+    );
+    session.close();
+
+    // A session whose ground truth needs no run (cached, as a replica's often is, or skipped
+    // as here) has no job at start: its slots warm all the same.
+    let pool = Arc::new(PoolExecutor::new(pool_config(python)).unwrap());
+    let session = start(&pool, GtMode::Skip);
+    assert_eq!(
+        pool.slots_started(),
+        3,
+        "with no ground truth to run, nothing warmed"
     );
     session.close();
 }

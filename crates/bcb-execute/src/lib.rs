@@ -72,6 +72,14 @@ pub trait Executor: Send + Sync {
         intake::serve_in_batches(source, done, usize::MAX, |jobs, d| self.run(jobs, d))
     }
 
+    /// Blocks until every worker of a backend that is serving ([`Executor::serve`]) is warm,
+    /// or `within` passed; returns whether they are. A service says it is ready only then,
+    /// so its first burst of requests pays no interpreter start-up. Default: nothing warms.
+    fn wait_warm(&self, within: std::time::Duration) -> bool {
+        let _ = within;
+        true
+    }
+
     /// The protections in force (namespaces, cgroups, rlimits...), for `env check` and logs.
     fn protections(&self) -> Vec<String> {
         Vec::new()

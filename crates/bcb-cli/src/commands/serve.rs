@@ -270,7 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .block_on(tokio::net::TcpListener::bind(cfg.listen))
         .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     eprintln!(
-        "bcb serve: listening on http://{} ({} tasks of {} {}); ready after the ground-truth check (GET /readyz)",
+        "bcb serve: listening on http://{} ({} tasks of {} {}); ready after the ground-truth check and the warm-up (GET /readyz)",
         listener.local_addr()?,
         state.catalog.dataset().len(),
         state.catalog.subset(),

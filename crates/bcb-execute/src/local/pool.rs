@@ -1,7 +1,8 @@
 //! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -21,6 +22,39 @@ pub struct PoolExecutor {
     base: Base,
     /// Warm interpreters started so far (a warm executor starts them once, not per run).
     slots_started: AtomicUsize,
+    /// Workers of the serving loop still warming up ([`Executor::wait_warm`]).
+    warming: WarmGate,
+}
+
+/// Counts the workers of [`Executor::serve`] still warming up, for whoever waits on them.
+#[derive(Default)]
+struct WarmGate {
+    /// `None` until serving began.
+    pending: Mutex<Option<usize>>,
+    changed: Condvar,
+}
+
+impl WarmGate {
+    fn expect(&self, workers: usize) {
+        *self.pending.lock().unwrap() = Some(workers);
+        self.changed.notify_all();
+    }
+
+    fn one_warm(&self) {
+        if let Some(n) = self.pending.lock().unwrap().as_mut() {
+            *n = n.saturating_sub(1);
+        }
+        self.changed.notify_all();
+    }
+
+    fn wait(&self, within: Duration) -> bool {
+        let pending = self.pending.lock().unwrap();
+        let (pending, _) = self
+            .changed
+            .wait_timeout_while(pending, within, |p| p.is_none_or(|n| n > 0))
+            .unwrap();
+        *pending == Some(0)
+    }
 }
 
 impl PoolExecutor {
@@ -33,6 +67,7 @@ impl PoolExecutor {
         Ok(PoolExecutor {
             base: Base::new(cfg, iso)?,
             slots_started: AtomicUsize::new(0),
+            warming: WarmGate::default(),
         })
     }
 
@@ -75,16 +110,17 @@ struct Worker {
 }
 
 impl PoolExecutor {
-    fn worker(&self, w: usize, primary: bool) -> Result<Worker> {
+    /// A worker; its slot warms up now when `warm_now` (so the first sample does not wait
+    /// on imports), else on first use.
+    fn worker(&self, w: usize, warm_now: bool) -> Result<Worker> {
         let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
         let (cold, cold_cgroups) = self.base.spec(&format!("w{w}-cold"), &[], true)?;
-        // Start warming now so the first sample does not wait on imports.
-        let slot = if primary {
+        let slot = if warm_now {
             self.spawn_slot(&warm, None)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         } else {
-            None // extra (overlap) slots warm up on first use
+            None
         };
         Ok(Worker {
             warm,
@@ -172,7 +208,22 @@ impl PoolExecutor {
         jobs: Option<usize>,
         done: &OnServed,
     ) -> Result<(), ExecError> {
-        let make = |w: usize, primary: bool| self.worker(w, primary);
+        let admission = self.base.admission();
+        // A batch warms its extra (overlap) slots on first use: many runs never need them.
+        // A service warms them all before it is ready (memory permitting): its first burst
+        // would otherwise pay seconds of imports per slot while clients wait.
+        let serving = jobs.is_none();
+        if serving {
+            let extra = admission.extra_slots(usize::MAX);
+            self.warming.expect(admission.workers + extra);
+        }
+        let make = |w: usize, primary: bool| {
+            let worker = self.worker(w, primary || (serving && admission.room_for_one_more()));
+            if serving {
+                self.warming.one_warm();
+            }
+            worker
+        };
         let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
             Ok(w) => self.step(w, job, seat),
             Err(e) => setup_failure(e),
@@ -185,15 +236,7 @@ impl PoolExecutor {
                 }
             }
         };
-        run_queue(
-            source,
-            jobs,
-            self.base.admission(),
-            &make,
-            &step,
-            &settle,
-            done,
-        );
+        run_queue(source, jobs, admission, &make, &step, &settle, done);
         Ok(())
     }
 }
@@ -213,6 +256,10 @@ impl Executor for PoolExecutor {
     /// Slots stay warm for as long as `source` stays open.
     fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
         self.serve_upto(source, None, done)
+    }
+
+    fn wait_warm(&self, within: Duration) -> bool {
+        self.warming.wait(within)
     }
 
     fn protections(&self) -> Vec<String> {

@@ -128,6 +128,12 @@ impl Admission {
         }
     }
 
+    /// Whether the machine has the memory for one more warm slot now (the rule samples
+    /// beyond `workers` are admitted by; unknown memory counts as room).
+    pub(crate) fn room_for_one_more(&self) -> bool {
+        mem_available_mb().is_none_or(|mb| mb >= self.per_sample_mb + MEMORY_RESERVE_MB)
+    }
+
     /// Overlap slots worth starting threads for.
     pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
         (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
