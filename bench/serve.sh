@@ -45,10 +45,13 @@ serve() { # extra flags...
     /usr/bin/time -f '%e %U %S' -o "$out/serve.time" \
         "$bcb" serve --listen 127.0.0.1:$port --subset hard --parallel "$parallel" "$@" 2>"$out/serve.log" &
     pid=$!
+    local began=$SECONDS
     until curl -fs "$url/readyz" >/dev/null 2>&1; do
         kill -0 $pid 2>/dev/null || { cat "$out/serve.log"; exit 1; }
         sleep 0.5
     done
+    # Ready means the ground truth loaded (cached above) and every slot warm.
+    ready_secs=$((SECONDS - began))
 }
 stop() { pkill -TERM -P $pid; wait $pid || true; } # bcb, the child of time
 # Ends the run here unless PARTS names $1.
@@ -97,6 +100,7 @@ head -1 /proc/stat >"$out/stat.before"
 head -1 /proc/stat >"$out/stat.after"
 stop
 wait $watcher
+echo "bcb serve was ready ${ready_secs} s after it started (to the second; its slots' warm-up is in this, not in the load)" | tee -a "$out/throughput.txt"
 echo "peak RSS of bcb serve and its workers (summed over processes: a page shared copy-on-write counts in each): $(( $(cat "$out/peak-rss-kb") / 1024 )) MB; $(cat "$out/tree_rss.err")" | tee -a "$out/throughput.txt"
 "$py" - "$out" "$parallel" "$clients" <<'PY' | tee -a "$out/throughput.txt"
 import json, os, sys

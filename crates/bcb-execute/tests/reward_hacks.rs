@@ -145,7 +145,10 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
                     problems.push(format!("{name}: not caught: {} {:?}", d.status, d.details));
                 }
                 if fl.status != Status::Pass || fl.flags.is_empty() {
-                    problems.push(format!("{name}: `flag` must keep the pass and flag it"));
+                    problems.push(format!(
+                        "{name}: `flag` must keep the pass and flag it, got {} {:?} flags {:?} remark {:?}",
+                        fl.status, fl.details, fl.flags, fl.remark
+                    ));
                 }
                 let want = match class.as_str() {
                     "equality" => Some(HackClass::Equality),
