@@ -172,6 +172,7 @@ impl WarmSession {
         opts: WarmOptions,
     ) -> Result<WarmSession, SessionError> {
         let engine = Engine::with_costly_lanes(opts.costly_lanes);
+        executor.warm_every_worker();
         let server = {
             let (engine, executor) = (engine.clone(), executor.clone());
             std::thread::Builder::new()

@@ -72,9 +72,14 @@ pub trait Executor: Send + Sync {
         intake::serve_in_batches(source, done, usize::MAX, |jobs, d| self.run(jobs, d))
     }
 
-    /// Blocks until every worker of a backend that is serving ([`Executor::serve`]) is warm,
-    /// or `within` passed; returns whether they are. A service says it is ready only then,
-    /// so its first burst of requests pays no interpreter start-up. Default: nothing warms.
+    /// Asks a warm backend to warm every worker, the overlap ones beyond `parallel` included,
+    /// as soon as it serves, instead of each on its first job: for a service, whose first
+    /// burst of requests would otherwise wait on imports (a batch, which may never need its
+    /// overlap workers, does not ask). Call before [`Executor::serve`]. Default: nothing warms.
+    fn warm_every_worker(&self) {}
+
+    /// After [`Executor::warm_every_worker`], blocks until every worker is warm or `within`
+    /// passed; returns whether they are. Default: nothing to wait for.
     fn wait_warm(&self, within: std::time::Duration) -> bool {
         let _ = within;
         true

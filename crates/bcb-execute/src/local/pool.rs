@@ -1,6 +1,6 @@
 //! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,8 @@ pub struct PoolExecutor {
     base: Base,
     /// Warm interpreters started so far (a warm executor starts them once, not per run).
     slots_started: AtomicUsize,
+    /// Warm every worker as serving starts ([`Executor::warm_every_worker`]).
+    warm_every: AtomicBool,
     /// Workers of the serving loop still warming up ([`Executor::wait_warm`]).
     warming: WarmGate,
 }
@@ -67,6 +69,7 @@ impl PoolExecutor {
         Ok(PoolExecutor {
             base: Base::new(cfg, iso)?,
             slots_started: AtomicUsize::new(0),
+            warm_every: AtomicBool::new(false),
             warming: WarmGate::default(),
         })
     }
@@ -212,14 +215,14 @@ impl PoolExecutor {
         // A batch warms its extra (overlap) slots on first use: many runs never need them.
         // A service warms them all before it is ready (memory permitting): its first burst
         // would otherwise pay seconds of imports per slot while clients wait.
-        let serving = jobs.is_none();
-        if serving {
+        let warm_every = jobs.is_none() && self.warm_every.load(Ordering::Relaxed);
+        if warm_every {
             let extra = admission.extra_slots(usize::MAX);
             self.warming.expect(admission.workers + extra);
         }
         let make = |w: usize, primary: bool| {
-            let worker = self.worker(w, primary || (serving && admission.room_for_one_more()));
-            if serving {
+            let worker = self.worker(w, primary || (warm_every && admission.room_for_one_more()));
+            if warm_every {
                 self.warming.one_warm();
             }
             worker
@@ -258,8 +261,12 @@ impl Executor for PoolExecutor {
         self.serve_upto(source, None, done)
     }
 
+    fn warm_every_worker(&self) {
+        self.warm_every.store(true, Ordering::Relaxed);
+    }
+
     fn wait_warm(&self, within: Duration) -> bool {
-        self.warming.wait(within)
+        !self.warm_every.load(Ordering::Relaxed) || self.warming.wait(within)
     }
 
     fn protections(&self) -> Vec<String> {
