@@ -31,8 +31,8 @@ struct Server {
 }
 
 /// No overlap slots beyond `--parallel`: a server warms every slot before it is ready, and
-/// the eight extra interpreters of the default (about 10 s of CPU per start) test nothing the
-/// verdict test below, which keeps the default, does not.
+/// the eight extra interpreters of the default (about 10 s of CPU per start) test nothing that
+/// the verdict test (`served_verdicts_equal_...`, which keeps the default) does not.
 const NO_OVERLAP: [&str; 2] = ["--max-in-flight", "2"];
 
 impl Server {

@@ -12,6 +12,21 @@ use bcb_eval::{GtMode, WarmOptions};
 use bcb_execute::{ExecConfig, Executor, Limits, PoolExecutor};
 use bcb_samples::SampleBody;
 
+/// One worker (`--parallel 1`) and up to `max_in_flight` samples at once.
+fn one_worker(python: std::path::PathBuf, max_in_flight: usize) -> ExecConfig {
+    ExecConfig {
+        python,
+        parallel: 1,
+        max_in_flight,
+        limits: Limits {
+            memory_mb: 1024,
+            max_processes: 64,
+            ..Limits::default()
+        },
+        hacks: Default::default(),
+    }
+}
+
 /// A sample of `task` that sleeps `secs` at import, then passes.
 fn sleeper(task: usize, tag: usize, secs: f64) -> SubmitSample {
     SubmitSample {
@@ -32,20 +47,7 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
     let settings = common::settings();
     let cache = GtCache::new(dir.path(), &ds, &settings);
     // One worker and nothing beside it, so the order of jobs is the order they were taken.
-    let pool = Arc::new(
-        PoolExecutor::new(ExecConfig {
-            python,
-            parallel: 1,
-            max_in_flight: 1,
-            limits: Limits {
-                memory_mb: 1024,
-                max_processes: 64,
-                ..Limits::default()
-            },
-            hacks: Default::default(),
-        })
-        .unwrap(),
-    );
+    let pool = Arc::new(PoolExecutor::new(one_worker(python, 1)).unwrap());
     let executor: Arc<dyn Executor> = pool.clone();
     let session = WarmSession::start(
         ds,
@@ -131,18 +133,7 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
     let ds = Arc::new(common::dataset(dir.path()));
     let settings = common::settings();
     let cache = GtCache::new(dir.path(), &ds, &settings);
-    let pool_config = |python| ExecConfig {
-        python,
-        parallel: 1,
-        max_in_flight: 3,
-        limits: Limits {
-            memory_mb: 1024,
-            max_processes: 64,
-            ..Limits::default()
-        },
-        hacks: Default::default(),
-    };
-    let pool = Arc::new(PoolExecutor::new(pool_config(python.clone())).unwrap());
+    let pool = Arc::new(PoolExecutor::new(one_worker(python.clone(), 3)).unwrap());
     let start = |pool: &Arc<PoolExecutor>, gt: GtMode| {
         let executor: Arc<dyn Executor> = pool.clone();
         WarmSession::start(
@@ -180,7 +171,7 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
 
     // A session whose ground truth needs no run (cached, as a replica's often is, or skipped
     // as here) has no job at start: its slots warm all the same.
-    let pool = Arc::new(PoolExecutor::new(pool_config(python)).unwrap());
+    let pool = Arc::new(PoolExecutor::new(one_worker(python, 3)).unwrap());
     let session = start(&pool, GtMode::Skip);
     assert_eq!(
         pool.slots_started(),
@@ -204,18 +195,7 @@ fn a_batch_run_warms_no_overlap_slot_it_does_not_use() {
     ds.retain_ids(&["BigCodeBench/0".to_string()]).unwrap();
     let settings = common::settings();
     let cache = GtCache::new(dir.path(), &ds, &settings);
-    let pool = PoolExecutor::new(ExecConfig {
-        python,
-        parallel: 1,
-        max_in_flight: 3,
-        limits: Limits {
-            memory_mb: 1024,
-            max_processes: 64,
-            ..Limits::default()
-        },
-        hacks: Default::default(),
-    })
-    .unwrap();
+    let pool = PoolExecutor::new(one_worker(python, 3)).unwrap();
     let gt = Session::new(&ds, &pool, &settings, Vec::new())
         .ground_truth(&cache, false)
         .unwrap();
