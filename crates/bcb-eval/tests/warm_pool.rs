@@ -123,7 +123,8 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
 
 /// A service is ready only once every slot is warm, the overlap ones beyond `parallel`
 /// included: its first burst of requests pays no imports (a batch run warms those on first
-/// use, as before). Before this, the session returned with one slot warm of three.
+/// use, as before). Before this, the session returned with 2 slots warm of 3 after running
+/// a ground truth, and with none when there was no ground truth to run.
 #[test]
 fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
     let Some(python) = bcb_testkit::python() else {
@@ -182,9 +183,9 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
 }
 
 /// A batch run goes through the same engine and executor loop as a service, but warms an
-/// overlap slot only when a sample needs it: a one-task ground truth never starts all three. (A first
-/// version warmed every slot for batches too: one `bcb evaluate` of one sample took 7.5 s
-/// instead of 2.6 s.)
+/// overlap slot only when a sample needs it: a one-task ground truth never starts all three.
+/// (A first version warmed every slot for batches too: one `bcb evaluate` of one sample took
+/// 7.5 s instead of 2.6 s.)
 #[test]
 fn a_batch_run_warms_no_overlap_slot_it_does_not_use() {
     let Some(python) = bcb_testkit::python() else {
