@@ -22,7 +22,8 @@
 #                 the in-sample alarm and the supervisor's deadline (ignored between jobs)
 #              {op: "credit", key, secs}        -- job `key` waited `secs` for a core at the
 #                 lowest CPU weight (an extra sample): its deadlines move as by frozen time
-#   fd 4, out: {event: "ready", pid, preload_secs, preload_failed}
+#   fd 4, out: {event: "ready", pid, preload_secs, preload_failed, forked}
+#                 (forked: the slot came from the pool's zygote, `zygote_main`, warm)
 #              {event: "started", key, pid}
 #              {event: "result", key, wall_secs, cpu_secs, expected, signal | exit_code,
 #               killed_at_deadline, oom_killed?, integrity?, report?, stages}
@@ -2325,12 +2326,105 @@ def live_cpu(pid):
         return None
 
 
+def import_preloads(names):
+    """Imports the modules a warm slot keeps; returns the ones that failed."""
+    failed = []
+    for name in names:
+        try:
+            if name == "matplotlib":
+                import matplotlib
+
+                matplotlib.use("Agg")
+                import matplotlib.pyplot  # noqa: F401
+            else:
+                __import__(name)
+        except BaseException as e:
+            failed.append("%s (%s)" % (name, type(e).__name__))
+    return failed
+
+
+# True in a slot the zygote forked (reported in its `ready` event).
+FORKED = False
+
+
+def zygote_main():
+    """The pool's zygote: a warm interpreter that never runs a sample. It imports the
+    preloads once, then forks each new slot on request, so a slot starts warm in milliseconds
+    and shares the imported pages with the other slots instead of importing its own copy.
+
+    fd 3 is a SOCK_SEQPACKET socket. In: {"preload": [...]} once, then one message per slot
+    carrying its three descriptors (control in, events out, stderr). Out: {"event": "ready",
+    ...} once, then per request {"pid": N} with a pidfd of the new slot, or {"error": ...}.
+    The new slot goes on in `main` as if started afresh: its config comes on its control
+    pipe. The zygote exits when the socket closes; its slots die with it (PR_SET_PDEATHSIG)."""
+    global FORKED
+    import select
+    import socket
+
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    sock = socket.socket(fileno=CTRL_IN)
+    t0 = time.time()
+    failed = import_preloads(json.loads(sock.recv(1 << 20)).get("preload") or [])
+    sock.send(json.dumps({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed}).encode())
+    while True:
+        # Slots that exited are reaped here, and only here: every pidfd handed out was opened
+        # before its slot could be reaped, so no pid is reused under one.
+        reap_all()
+        if not select.select([sock], [], [], 1.0)[0]:
+            continue
+        msg, fds, _, _ = socket.recv_fds(sock, 4096, 3)
+        if not msg:
+            # The pool is done and its slots were told to exit: reap them all, so that their
+            # CPU time (and their samples') counts in ours, and so in bcb's process tree.
+            while True:
+                try:
+                    os.wait()
+                except ChildProcessError:
+                    return
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"error": "a fork request carries 3 descriptors, got %d" % len(fds)}).encode())
+            continue
+        try:
+            pid = os.fork()
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"error": "fork: %s" % e}).encode())
+            continue
+        if pid == 0:
+            try:
+                sock.detach()  # fd 3 becomes the control pipe: the socket object must not close it
+                os.dup2(fds[0], CTRL_IN)
+                os.dup2(fds[1], CTRL_OUT)
+                os.dup2(fds[2], 2)
+                close_all_but({0, 1, 2, CTRL_IN, CTRL_OUT})
+                os.setsid()  # its own group, as a spawned slot has: killed as one
+                FORKED = True
+                main()
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as e:  # a kernel before 5.3
+            os.kill(pid, signal.SIGKILL)
+            sock.send(json.dumps({"error": "pidfd_open: %s" % e}).encode())
+            continue
+        socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+        os.close(pidfd)
+
+
 def main():
     global FROZEN_CLOCK
     import mmap
 
     reader = LineReader(CTRL_IN)
     cfg = json.loads(reader.readline())
+    if FORKED and cfg.get("workroot"):
+        os.chdir(cfg["workroot"])  # where a spawned slot starts
     FROZEN_CLOCK = mmap.mmap(-1, 8)
     # Anything the interpreter prints goes nowhere useful; keep fds 0..2 valid.
     try:
@@ -2363,18 +2457,8 @@ def main():
     if cfg["isolation"].get("pidns"):
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
     t0 = time.time()
-    failed = []
-    for name in cfg.get("preload") or []:
-        try:
-            if name == "matplotlib":
-                import matplotlib
-
-                matplotlib.use("Agg")
-                import matplotlib.pyplot  # noqa: F401
-            else:
-                __import__(name)
-        except BaseException as e:
-            failed.append("%s (%s)" % (name, type(e).__name__))
+    # A slot forked by the zygote finds its preloads imported (each is a dict lookup here).
+    failed = import_preloads(cfg.get("preload") or [])
     if cfg.get("freezer"):
         # An extra slot warms up inside its sample cgroup (so it can be frozen); the supervisor
         # itself must be outside it before any sample runs there.
@@ -2383,7 +2467,7 @@ def main():
                 f.write(str(os.getpid()))
         except OSError:
             pass
-    send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed})
+    send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed, "forked": FORKED})
     ran = False
     while True:
         if forked is None:
@@ -2406,4 +2490,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--zygote"]:
+        zygote_main()
+    else:
+        main()

@@ -12,6 +12,7 @@ mod schedule;
 mod slot;
 mod verdict;
 mod wire;
+mod zygote;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;

@@ -12,6 +12,7 @@ use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec, PRELOAD};
 use super::verdict::{read_job_result, slot_failure, Reading};
+use super::zygote::Zygote;
 use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome, Remark};
 
@@ -22,6 +23,8 @@ pub struct PoolExecutor {
     base: Base,
     /// Warm interpreters started so far (a warm executor starts them once, not per run).
     slots_started: AtomicUsize,
+    /// Of those, the ones the zygote forked (the others imported their preloads themselves).
+    slots_forked: AtomicUsize,
     /// Warm every worker as serving starts ([`Executor::warm_every_worker`]).
     warm_every: AtomicBool,
     /// Workers of the serving loop still warming up ([`Executor::wait_warm`]).
@@ -69,6 +72,7 @@ impl PoolExecutor {
         Ok(PoolExecutor {
             base: Base::new(cfg, iso)?,
             slots_started: AtomicUsize::new(0),
+            slots_forked: AtomicUsize::new(0),
             warm_every: AtomicBool::new(false),
             warming: WarmGate::default(),
         })
@@ -81,9 +85,51 @@ impl PoolExecutor {
         self.slots_started.load(Ordering::Relaxed)
     }
 
-    fn spawn_slot(&self, spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+    /// Of [`Self::slots_started`], those forked warm by the session's zygote.
+    pub fn slots_forked(&self) -> usize {
+        self.slots_forked.load(Ordering::Relaxed)
+    }
+
+    /// A warm slot: forked by the zygote, or (without one, or when it failed) started afresh.
+    fn spawn_slot(
+        &self,
+        spec: &SlotSpec,
+        seat: Option<&Seat>,
+        zygote: Option<&Zygote>,
+    ) -> Result<Slot> {
         self.slots_started.fetch_add(1, Ordering::Relaxed);
+        if let Some(z) = zygote {
+            match Slot::fork_from(z, spec) {
+                Ok(slot) => {
+                    self.slots_forked.fetch_add(1, Ordering::Relaxed);
+                    return Ok(slot);
+                }
+                Err(e) => {
+                    static SAID: std::sync::Once = std::sync::Once::new();
+                    SAID.call_once(|| {
+                        tracing::warn!(
+                            "the pool's zygote failed ({e:#}): slots import their own preloads"
+                        );
+                    });
+                }
+            }
+        }
         Slot::spawn_for(spec, seat)
+    }
+
+    /// The session's zygote, importing the preloads while the workers start.
+    fn zygote(&self) -> Option<Zygote> {
+        let (python, env) = (&self.base.cfg.python, &self.base.env);
+        let preload: Vec<String> = PRELOAD.iter().map(|s| s.to_string()).collect();
+        Zygote::spawn(
+            python,
+            &self.base.harness(),
+            env,
+            &self.base.workroot(),
+            &preload,
+        )
+        .inspect_err(|e| tracing::warn!("the pool's zygote did not start: {e:#}"))
+        .ok()
     }
 }
 
@@ -115,11 +161,11 @@ struct Worker {
 impl PoolExecutor {
     /// A worker; its slot warms up now when `warm_now` (so the first sample does not wait
     /// on imports), else on first use.
-    fn worker(&self, w: usize, warm_now: bool) -> Result<Worker> {
+    fn worker(&self, w: usize, warm_now: bool, zygote: Option<&Zygote>) -> Result<Worker> {
         let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
         let (cold, cold_cgroups) = self.base.spec(&format!("w{w}-cold"), &[], true)?;
         let slot = if warm_now {
-            self.spawn_slot(&warm, None)
+            self.spawn_slot(&warm, None, zygote)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         } else {
@@ -134,19 +180,25 @@ impl PoolExecutor {
         })
     }
 
-    fn step(&self, w: &mut Worker, job: &Job, seat: &Seat) -> Result<Outcome, ExecError> {
+    fn step(
+        &self,
+        w: &mut Worker,
+        job: &Job,
+        seat: &Seat,
+        zygote: Option<&Zygote>,
+    ) -> Result<Outcome, ExecError> {
         if needs_cold_path(job) {
             return run_cold(&w.cold, job, seat);
         }
         let start = Instant::now();
         if w.slot
-            .as_ref()
-            .is_some_and(|s| s.dead || s.jobs_done >= RECYCLE_AFTER)
+            .as_mut()
+            .is_some_and(|s| !s.is_alive() || s.jobs_done >= RECYCLE_AFTER)
         {
             w.slot = None;
         }
         if w.slot.is_none() {
-            match self.spawn_slot(&w.warm, Some(seat)) {
+            match self.spawn_slot(&w.warm, Some(seat), zygote) {
                 Ok(s) => w.slot = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
@@ -220,15 +272,19 @@ impl PoolExecutor {
             let extra = admission.extra_slots(usize::MAX);
             self.warming.expect(admission.workers + extra);
         }
+        // Declared before the workers: it outlives every slot it forks.
+        let zygote = self.zygote();
+        let zygote = zygote.as_ref();
         let make = |w: usize, primary: bool| {
-            let worker = self.worker(w, primary || (warm_every && admission.room_for_one_more()));
+            let warm_now = primary || (warm_every && admission.room_for_one_more());
+            let worker = self.worker(w, warm_now, zygote);
             if warm_every {
                 self.warming.one_warm();
             }
             worker
         };
         let step = |state: &mut Result<Worker>, job: &Job, seat: &Seat| match state {
-            Ok(w) => self.step(w, job, seat),
+            Ok(w) => self.step(w, job, seat, zygote),
             Err(e) => setup_failure(e),
         };
         // After each verdict is out, the slot finishes its cleanup before asking for more.

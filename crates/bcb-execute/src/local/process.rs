@@ -97,6 +97,16 @@ impl Base {
         Admission::new(self.cfg.parallel, max, self.cfg.limits.memory_mb)
     }
 
+    /// The harness on disk (`python -I` runs it).
+    pub fn harness(&self) -> PathBuf {
+        self.root.path().join("bcb_harness.py")
+    }
+
+    /// The private work root (a slot's own dir is under it).
+    pub fn workroot(&self) -> PathBuf {
+        self.root.path().to_path_buf()
+    }
+
     /// The slot spec and cgroups for worker `w` (`tag` keeps pool and cold dirs apart).
     pub fn spec(
         &self,
@@ -117,7 +127,7 @@ impl Base {
             cpu: cgroups.cpu.clone(),
             workroot,
             one_shot,
-            harness: self.root.path().join("bcb_harness.py"),
+            harness: self.harness(),
         };
         Ok((spec, cgroups))
     }

@@ -3,8 +3,8 @@
 use bcb_envvars::EnvVars;
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,6 +19,7 @@ use super::freeze::{Freezable, Seat};
 use super::sandbox::{thaw_cgroup, Isolation};
 use super::schedule::note_spawner;
 use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
+use super::zygote::{ForkedSlot, Zygote};
 use crate::{ExecConfig, Job};
 
 pub(crate) const HARNESS: &str = include_str!("harness.py");
@@ -122,7 +123,7 @@ enum Incoming {
 }
 
 pub(crate) struct Slot {
-    child: Child,
+    process: SlotProcess,
     /// Shared with the governor, which writes freeze/thaw ops (single atomic lines).
     ctrl: Arc<File>,
     freezer: Option<PathBuf>,
@@ -136,6 +137,45 @@ pub(crate) struct Slot {
     one_shot: bool,
 }
 
+/// A slot's process: one we spawned, or one the pool's zygote forked (its child, not ours:
+/// a pidfd names it and the zygote reaps it).
+enum SlotProcess {
+    Spawned(Child),
+    Forked(ForkedSlot),
+}
+
+impl SlotProcess {
+    fn id(&self) -> i32 {
+        match self {
+            SlotProcess::Spawned(c) => c.id() as i32,
+            SlotProcess::Forked(f) => f.pid,
+        }
+    }
+
+    /// Kills the slot's process group and the slot, and waits for its exit.
+    fn kill(&mut self) {
+        let pid = self.id();
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        match self {
+            SlotProcess::Spawned(c) => {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            SlotProcess::Forked(f) => {
+                f.kill();
+                while !f.exited(Duration::from_secs(60)) {}
+            }
+        }
+    }
+
+    fn has_exited(&mut self) -> bool {
+        match self {
+            SlotProcess::Spawned(c) => matches!(c.try_wait(), Ok(Some(_))),
+            SlotProcess::Forked(f) => f.exited(Duration::ZERO),
+        }
+    }
+}
+
 fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -144,10 +184,110 @@ fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd)> {
     unsafe { Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))) }
 }
 
-/// How long a slot may take to import its preloads and say it is ready.
-const READY_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a slot (or the zygote) may take to import its preloads and say it is ready.
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(300);
 /// Extra time past the supervisor's own kill deadline before the slot itself is killed.
 const SLOT_SLACK: Duration = Duration::from_secs(15);
+
+/// `python -I harness [args]` with a clean environment, `fds` moved to 3, 4, ... and every
+/// other descriptor closed, in its own session; `join` (a `cgroup.procs` path) is entered
+/// before the interpreter starts.
+pub(crate) fn harness_command(
+    python: &Path,
+    harness: &Path,
+    env: &[(String, String)],
+    workdir: &Path,
+    fds: &[i32],
+    join: Option<std::ffi::CString>,
+) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.arg("-I")
+        .arg(harness)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let fds = fds.to_vec();
+    unsafe {
+        cmd.pre_exec(move || {
+            // Move the given descriptors to 3, 4, ... (dup2 clears close-on-exec); first out
+            // of the way, so that none is overwritten before it moved.
+            let mut high = [0i32; 4];
+            for (i, fd) in fds.iter().enumerate() {
+                high[i] = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
+                if high[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, fd) in high[..fds.len()].iter().enumerate() {
+                if libc::dup2(*fd, 3 + i as i32) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // Whatever the launcher left open (CI runners do) closes at exec: only 0 to 2 and
+            // ours reach the harness. CLOEXEC rather than close, so std's own exec-error pipe
+            // keeps working; a kernel without close_range gets the same by a loop.
+            let first = 3 + fds.len() as u32;
+            if libc::syscall(
+                libc::SYS_close_range,
+                first,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            ) != 0
+            {
+                for fd in first as i32..65536 {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            // Own session: the whole slot can be killed as a group.
+            libc::setsid();
+            if let Some(procs) = &join {
+                // Warm up inside the freezer cgroup (no allocation after fork: raw calls).
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Drains a harness's stderr forever on a thread, keeping the last few KB for error messages.
+pub(crate) fn drain_stderr<R: Read + Send + 'static>(
+    source: Option<R>,
+) -> Arc<Mutex<VecDeque<u8>>> {
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    if let Some(mut err) = source {
+        let tail = tail.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut t = tail.lock().unwrap();
+                t.extend(&buf[..n]);
+                while t.len() > 8192 {
+                    t.pop_front();
+                }
+            }
+        });
+    }
+    tail
+}
+
+pub(crate) fn stderr_text(tail: &Mutex<VecDeque<u8>>) -> String {
+    let t = tail.lock().unwrap();
+    let (a, b) = t.as_slices();
+    let mut s = String::from_utf8_lossy(a).into_owned();
+    s.push_str(&String::from_utf8_lossy(b));
+    s.trim().to_string()
+}
 
 impl Slot {
     /// Spawns a slot; for an extra sample's `seat`, the slot warms up (seconds of imports)
@@ -164,74 +304,46 @@ impl Slot {
             .transpose()?;
         let (job_r, job_w) = cloexec_pipe()?;
         let (ev_r, ev_w) = cloexec_pipe()?;
-        let mut cmd = Command::new(&spec.cfg.python);
-        cmd.arg("-I")
-            .arg(&spec.harness)
-            .env_clear()
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&spec.workroot)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let (jr, ew) = (job_r.as_raw_fd(), ev_w.as_raw_fd());
-        unsafe {
-            cmd.pre_exec(move || {
-                // Move the control pipes to fds 3 and 4 (dup2 clears close-on-exec).
-                let a = libc::fcntl(jr, libc::F_DUPFD_CLOEXEC, 10);
-                let b = libc::fcntl(ew, libc::F_DUPFD_CLOEXEC, 10);
-                if a < 0 || b < 0 || libc::dup2(a, 3) < 0 || libc::dup2(b, 4) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // Whatever the launcher left open (CI runners do) closes at exec: only 0-4
-                // reach the harness. CLOEXEC rather than close, so std's own exec-error pipe
-                // keeps working; a kernel without close_range gets the same by a loop.
-                if libc::syscall(
-                    libc::SYS_close_range,
-                    5u32,
-                    u32::MAX,
-                    libc::CLOSE_RANGE_CLOEXEC,
-                ) != 0
-                {
-                    for fd in 5..65536 {
-                        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                    }
-                }
-                // Own session: the whole slot can be killed as a group.
-                libc::setsid();
-                if let Some(procs) = &join {
-                    // Warm up inside the freezer cgroup (no allocation after fork: raw calls).
-                    let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                    if fd >= 0 {
-                        libc::write(fd, b"0".as_ptr().cast(), 1);
-                        libc::close(fd);
-                    }
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {}", spec.cfg.python.display()))?;
+        let mut child = harness_command(
+            &spec.cfg.python,
+            &spec.harness,
+            &spec.env,
+            &spec.workroot,
+            &[job_r.as_raw_fd(), ev_w.as_raw_fd()],
+            join,
+        )
+        .spawn()
+        .with_context(|| format!("cannot start {}", spec.cfg.python.display()))?;
         drop(job_r);
         drop(ev_w);
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        if let Some(mut err) = child.stderr.take() {
-            let tail = stderr_tail.clone();
-            std::thread::spawn(move || {
-                // Drain forever, keep the last few KB for error messages.
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = std::io::Read::read(&mut err, &mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    let mut t = tail.lock().unwrap();
-                    t.extend(&buf[..n]);
-                    while t.len() > 8192 {
-                        t.pop_front();
-                    }
-                }
-            });
-        }
+        let stderr_tail = drain_stderr(child.stderr.take());
+        let process = SlotProcess::Spawned(child);
+        Slot::start(spec, process, job_w, ev_r, stderr_tail, warm_in, seat)
+    }
+
+    /// A slot forked warm by the pool's zygote (its preloads are the zygote's: `spec`'s own
+    /// list only names them again). Nothing to warm up, so no seat to freeze it in.
+    pub fn fork_from(zygote: &Zygote, spec: &SlotSpec) -> Result<Slot> {
+        let (job_r, job_w) = cloexec_pipe()?;
+        let (ev_r, ev_w) = cloexec_pipe()?;
+        let (err_r, err_w) = cloexec_pipe()?;
+        let forked = zygote.fork(job_r.as_fd(), ev_w.as_fd(), err_w.as_fd())?;
+        drop((job_r, ev_w, err_w));
+        let stderr_tail = drain_stderr(Some(File::from(err_r)));
+        let process = SlotProcess::Forked(forked);
+        Slot::start(spec, process, job_w, ev_r, stderr_tail, None, None)
+    }
+
+    /// Sends the slot its config and waits until it is ready.
+    fn start(
+        spec: &SlotSpec,
+        process: SlotProcess,
+        job_w: OwnedFd,
+        ev_r: OwnedFd,
+        stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+        warm_in: Option<&PathBuf>,
+        seat: Option<&Seat>,
+    ) -> Result<Slot> {
         let (tx, rx) = mpsc::channel();
         let ev_file = File::from(ev_r);
         std::thread::spawn(move || {
@@ -253,7 +365,7 @@ impl Slot {
             let _ = tx.send(Incoming::Closed);
         });
         let mut slot = Slot {
-            child,
+            process,
             ctrl: Arc::new(File::from(job_w)),
             freezer: spec.freezer.clone(),
             cpu: spec.cpu.clone(),
@@ -300,10 +412,14 @@ impl Slot {
             seat.detach();
         }
         match ready {
-            Ok(Incoming::Msg(Event::Ready { preload_failed })) => {
+            Ok(Incoming::Msg(Event::Ready {
+                preload_failed,
+                forked,
+            })) => {
                 if !preload_failed.is_empty() {
                     tracing::debug!("slot preload failures: {preload_failed:?}");
                 }
+                tracing::debug!(forked, "slot {} ready", slot.process.id());
                 Ok(slot)
             }
             _ => {
@@ -339,21 +455,21 @@ impl Slot {
     }
 
     pub fn stderr(&self) -> String {
-        let t = self.stderr_tail.lock().unwrap();
-        let (a, b) = t.as_slices();
-        let mut s = String::from_utf8_lossy(a).into_owned();
-        s.push_str(&String::from_utf8_lossy(b));
-        s.trim().to_string()
+        stderr_text(&self.stderr_tail)
+    }
+
+    /// False once the slot's process is gone (it died between jobs, or its zygote did): the
+    /// next job then goes to a new slot rather than fail on this one.
+    pub fn is_alive(&mut self) -> bool {
+        if !self.dead && self.process.has_exited() {
+            self.dead = true;
+        }
+        !self.dead
     }
 
     /// Kills the slot's whole process group and reaps it.
     pub fn kill(&mut self) {
-        let pid = self.child.id() as i32;
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-            libc::kill(pid, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
+        self.process.kill();
         if let Some(dir) = &self.freezer {
             thaw_cgroup(dir); // a frozen sample takes no signal: let its kill land
         }
@@ -481,7 +597,7 @@ impl Drop for Slot {
             // Give it a moment to exit cleanly, then make sure.
             let deadline = Instant::now() + Duration::from_millis(500);
             while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
+                if self.process.has_exited() {
                     self.dead = true;
                     return;
                 }

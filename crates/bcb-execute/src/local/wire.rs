@@ -98,6 +98,9 @@ pub(crate) enum Event {
     Ready {
         #[serde(default)]
         preload_failed: Vec<String>,
+        /// Forked by the pool's zygote (its preloads inherited, not imported).
+        #[serde(default)]
+        forked: bool,
     },
     /// The sample's process exists (pid in the orchestrator's namespace, when meaningful).
     Started {
