@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 python3 - "$1" "$here/crates/bcb-eval/priors/gt-secs.tsv" <<'PY'
 import json, sys
 src, dst = sys.argv[1], sys.argv[2]
-secs = {}
+secs, cpu = {}, {}
 for line in open(src):
     try:
         r = json.loads(line)
@@ -19,6 +19,8 @@ for line in open(src):
     if "bcb_journal" in r or r.get("id", {}).get("program") != "ground_truth":
         continue
     task = r["id"]["task_id"]
+    if r.get("cpu_secs") is not None:
+        cpu[task] = r["cpu_secs"]
     if r["status"] == "pass":
         secs[task] = r.get("test_secs") or r.get("wall_secs") or 0.1
     elif r["status"] == "timeout":
@@ -34,9 +36,11 @@ for task in ("BigCodeBench/205", "BigCodeBench/363"):
 if len(secs) != 1140:
     sys.exit(f"{src}: {len(secs)} tasks, expected the full set (1140)")
 with open(dst, "w") as f:
-    f.write("# Test time (s) of each task's canonical solution: bcb pool executor, v0.1.4 full, 2 cores.\n")
+    f.write("# Test time (s) of each task's canonical solution, then the CPU time (s) of its process tree\n")
+    f.write("# (- when not measured): bcb pool executor, v0.1.4 full, 2 cores.\n")
     f.write("# Failed canonical solutions: 0.1 (they fail fast); timeouts and random hangs (205, 363): 241. Regenerate: bench/gt-priors.sh\n")
     for t in sorted(secs, key=lambda t: int(t.split("/")[1])):
-        f.write(f"{t}\t{secs[t]:.3f}\n")
+        c = f"{cpu[t]:.3f}" if t in cpu else "-"
+        f.write(f"{t}\t{secs[t]:.3f}\t{c}\n")
 print(f"wrote {dst}: {len(secs)} tasks")
 PY

@@ -160,7 +160,9 @@ pub fn ground_truth_jobs<'a>(
                 expected_secs: previous
                     .expected_secs(&task.task_id)
                     .or_else(|| priors::expected_secs(&task.task_id)),
-                expected_cpu_secs: previous.expected_cpu_secs(&task.task_id),
+                expected_cpu_secs: previous
+                    .expected_cpu_secs(&task.task_id)
+                    .or_else(|| priors::expected_cpu_secs(&task.task_id)),
             }
         })
         .collect();
@@ -199,7 +201,9 @@ pub fn sample_jobs<'a>(
                 // Likely sleepers count as most of their limit: they start first.
                 kind: bcb_execute::JobKind::Unittest,
                 expected_secs: crate::sleepers::expected_secs(&p.solution, base, limit),
-                expected_cpu_secs: gt.expected_cpu_secs(&task.task_id),
+                expected_cpu_secs: gt
+                    .expected_cpu_secs(&task.task_id)
+                    .or_else(|| priors::expected_cpu_secs(&task.task_id)),
             }
         })
         .collect();

@@ -393,6 +393,9 @@ fn clock_ticks_per_sec() -> f64 {
 struct Running {
     role: Role,
     started: Instant,
+    /// Expected to sleep (its task's ground truth mostly waited, or a sample of the task
+    /// timed out asleep): it never takes a primary's place when one ends.
+    sleeper: bool,
     sample: Option<Arc<Freezable>>,
     /// Cores the sample asked for (see [`View::demand`]) at the last [`THAW_WINDOW`]
     /// measurements while thawed.
@@ -421,14 +424,21 @@ pub(crate) struct Seat {
 }
 
 impl Seat {
-    pub fn begin(&self, role: Role) {
+    pub fn begin(&self, role: Role, sleeper: bool) {
         *self.running.lock().unwrap() = Some(Running {
             role,
             started: Instant::now(),
+            sleeper,
             sample: None,
             recent: VecDeque::new(),
             last: None,
         });
+    }
+
+    /// The running sample's role, if one runs.
+    #[cfg(test)]
+    pub fn role(&self) -> Option<Role> {
+        self.running.lock().unwrap().as_ref().map(|r| r.role)
     }
 
     /// Ends the running sample; returns its role at the end.
@@ -473,7 +483,7 @@ pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
     let mut oldest: Option<(Instant, &Seat)> = None;
     for seat in seats {
         let r = seat.running.lock().unwrap();
-        if let Some(r) = r.as_ref().filter(|r| r.role == Role::Extra) {
+        if let Some(r) = r.as_ref().filter(|r| r.role == Role::Extra && !r.sleeper) {
             if oldest.is_none_or(|(t, _)| r.started < t) {
                 oldest = Some((r.started, seat));
             }
@@ -928,21 +938,42 @@ mod tests {
     #[test]
     fn roles_follow_samples_the_oldest_extra_takes_a_finished_primarys_place() {
         let seats: Vec<Seat> = (0..4).map(|_| Seat::default()).collect();
-        seats[0].begin(Role::Primary);
-        seats[2].begin(Role::Extra);
+        seats[0].begin(Role::Primary, false);
+        seats[2].begin(Role::Extra, false);
         std::thread::sleep(Duration::from_millis(5));
-        seats[3].begin(Role::Extra);
+        seats[3].begin(Role::Extra, false);
         assert_eq!(seats[0].end(), Some(Role::Primary));
         assert!(promote_oldest(&seats));
         let role = |i: usize| seats[i].running.lock().unwrap().as_ref().map(|r| r.role);
         assert_eq!(role(2), Some(Role::Primary), "the oldest extra");
         assert_eq!(role(3), Some(Role::Extra));
         // the worker that ran the finished primary now starts an extra
-        seats[0].begin(Role::Extra);
+        seats[0].begin(Role::Extra, false);
         assert_eq!(seats[2].end(), Some(Role::Primary));
         assert!(promote_oldest(&seats));
         assert_eq!(role(3), Some(Role::Primary));
         assert_eq!(role(0), Some(Role::Extra));
+    }
+
+    #[test]
+    fn a_sleeper_never_takes_a_finished_primarys_place() {
+        let seats: Vec<Seat> = (0..3).map(|_| Seat::default()).collect();
+        seats[0].begin(Role::Primary, false);
+        seats[1].begin(Role::Extra, true);
+        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert!(!promote_oldest(&seats), "the only extra sleeps");
+        std::thread::sleep(Duration::from_millis(5));
+        seats[2].begin(Role::Extra, false);
+        seats[0].begin(Role::Primary, false);
+        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert!(promote_oldest(&seats));
+        let role = |i: usize| seats[i].running.lock().unwrap().as_ref().map(|r| r.role);
+        assert_eq!(
+            role(1),
+            Some(Role::Extra),
+            "the older extra, a sleeper, stays extra"
+        );
+        assert_eq!(role(2), Some(Role::Primary));
     }
 
     #[test]

@@ -373,21 +373,27 @@ pub(crate) fn run_queue<W>(
                         if asks && (role_free || admission.admits(&load)) {
                             // The source may have lost the job meanwhile (a cancel).
                             let pulled = source.pull();
-                            if pulled.is_some() {
+                            if let Some((_, job)) = &pulled {
                                 s.in_flight += 1;
                                 if !primary {
                                     s.extra_busy[w - workers] = true;
                                 }
-                                let role = if role_free {
+                                // A sample expected to sleep runs beside the primaries rather
+                                // than as one, where there are extra slots to run beside: a
+                                // primary role held by a sleeper (BigCodeBench/461: 156 s of
+                                // wall, about 1 s of CPU) leaves its core to whatever the
+                                // admission of extras manages to start, and only those.
+                                let sleeper = extra > 0 && (next_sleeps || job.expected_to_sleep());
+                                let role = if role_free && !sleeper {
                                     s.primaries += 1;
                                     Role::Primary
                                 } else {
-                                    if !next_sleeps && !renew {
+                                    if !sleeper && !renew {
                                         s.last_admission = Some(Instant::now());
                                     }
                                     Role::Extra
                                 };
-                                seats[w].begin(role);
+                                seats[w].begin(role, sleeper);
                             }
                             pulled
                         } else {
@@ -638,6 +644,57 @@ mod tests {
         assert_eq!(order(&q), ["b/0", "b/1", "b/2", "a/0", "a/1", "c/0"]);
         assert_eq!(promote_task(&mut q, "z"), 0);
         assert_eq!(order(&q), ["b/0", "b/1", "b/2", "a/0", "a/1", "c/0"]);
+    }
+
+    /// One worker and one overlap slot; the first job's ground truth slept (100 s of test,
+    /// half a second of CPU). It runs beside the primary, and the others run as the primary
+    /// meanwhile, instead of waiting for the admission of extras to find the core idle.
+    #[test]
+    fn a_known_sleeper_runs_beside_the_primary_and_leaves_it_to_the_others() {
+        let sleeper = Job {
+            expected_secs: Some(100.0),
+            expected_cpu_secs: Some(0.5),
+            ..job("sleeper", 0)
+        };
+        let mut jobs = vec![sleeper];
+        jobs.extend((0..3).map(|i| job("fast", i)));
+        let roles = Mutex::new(Vec::new());
+        let fast_done = (Mutex::new(0), std::sync::Condvar::new());
+        let step = |_: &mut (), j: &Job, seat: &Seat| -> Result<Outcome, ExecError> {
+            roles
+                .lock()
+                .unwrap()
+                .push((j.task_id().to_string(), seat.role()));
+            if j.task_id() == "sleeper" {
+                let (n, cv) = &fast_done;
+                let n = n.lock().unwrap();
+                let _ = cv.wait_timeout_while(n, Duration::from_secs(20), |n| *n < 3);
+            } else {
+                *fast_done.0.lock().unwrap() += 1;
+                fast_done.1.notify_all();
+            }
+            Ok(Outcome::new(Status::Pass, Default::default()))
+        };
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(
+            &source,
+            Some(4),
+            Admission::new(1, 2, 0),
+            &|_, _| (),
+            &step,
+            &|_| {},
+            &|_, _, _| {},
+        );
+        let roles = roles.into_inner().unwrap();
+        assert_eq!(roles.len(), 4);
+        for (task, role) in roles {
+            let want = if task == "sleeper" {
+                Role::Extra
+            } else {
+                Role::Primary
+            };
+            assert_eq!(role, Some(want), "{task}");
+        }
     }
 
     #[test]
