@@ -6,7 +6,8 @@
 # server's whole process tree (bcb, slots, samples) spent per request, which other load on
 # the machine does not change much.
 # usage: bench/serve-breakdown.sh [N requests, default 100] [parallel, default 2] [profile, default release]
-# env:   BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT, PORT (18766)
+# env:   BCB_BIN (default: this checkout's build), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT,
+#        PORT (18766)
 set -euo pipefail
 n=${1:-100}
 parallel=${2:-2}
@@ -20,8 +21,12 @@ mkdir -p "$out"
 flag=--release
 dir=release
 if [ "$profile" = dev ]; then flag=; dir=debug; fi
-(cd "$here" && cargo build -q $flag --bin bcb)
-bcb=${CARGO_TARGET_DIR:-$here/target}/$dir/bcb
+if [[ -z "${BCB_BIN:-}" ]]; then
+    (cd "$here" && cargo build -q $flag --bin bcb)
+    bcb=${CARGO_TARGET_DIR:-$here/target}/$dir/bcb
+else
+    bcb=$BCB_BIN
+fi
 url=http://127.0.0.1:$port
 export BCB_CACHE_DIR=$out/cache
 BCB_LOG=info,bcb_execute::stages=debug "$bcb" serve --listen 127.0.0.1:$port --subset hard \
