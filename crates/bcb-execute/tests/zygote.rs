@@ -17,6 +17,15 @@ fn spinner(secs: f64) -> String {
     )
 }
 
+/// A pool of `workers` and no overlap slots: every slot it starts is accounted for.
+fn pool(python: std::path::PathBuf, workers: usize) -> PoolExecutor {
+    let cfg = bcb_execute::ExecConfig {
+        max_in_flight: workers,
+        ..config(python, workers)
+    };
+    PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap()
+}
+
 fn children_cpu_secs() -> f64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
@@ -82,11 +91,7 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn slots_are_forked_warm_and_their_cpu_counts_in_our_process_tree() {
     let Some(py) = python() else { return };
-    let cfg = bcb_execute::ExecConfig {
-        max_in_flight: 2,
-        ..config(py, 2)
-    };
-    let pool = PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap();
+    let pool = pool(py, 2);
     let code = spinner(0.5);
     let jobs = (0..4)
         .map(|i| job(i, "spin", &code, ONE_TEST, 30.0))
@@ -113,11 +118,7 @@ fn slots_are_forked_warm_and_their_cpu_counts_in_our_process_tree() {
 #[test]
 fn a_dead_zygote_leaves_the_next_sample_a_fresh_slot() {
     let Some(py) = python() else { return };
-    let cfg = bcb_execute::ExecConfig {
-        max_in_flight: 1,
-        ..config(py, 1)
-    };
-    let pool = PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap();
+    let pool = pool(py, 1);
     let code = "def task_func():\n    return 1\n";
     let jobs = vec![
         job(0, "first", code, ONE_TEST, 30.0),

@@ -209,6 +209,8 @@ pub(crate) fn harness_command(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    // Checked here: a panic in `pre_exec` (after the fork) would be no way to say it.
+    assert!(fds.len() <= 4, "at most 4 descriptors move to 3, 4, ...");
     let fds = fds.to_vec();
     unsafe {
         cmd.pre_exec(move || {
