@@ -7,7 +7,9 @@
 # `__test__`, `TestCases` run under an itimer, failures + errors -> details.
 #
 # Used both as a long-lived pre-warmed pool slot (modules imported once, then forked) and as
-# a one-shot cold process (nothing preloaded), so both paths share the same isolation.
+# a one-shot cold process (nothing preloaded), so both paths share the same isolation. With
+# `--zygote` it is the pool's zygote instead (`zygote_main`): it imports the preloads once and
+# forks each warm slot, which then runs `main` as a spawned slot would.
 #
 # Wire protocol (Rust side: src/local/wire.rs; change both together):
 #   fd 3, in:  {isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
