@@ -71,8 +71,9 @@ pub struct WarmOptions {
     pub remembered: usize,
     /// Verdicts of earlier runs (lookups only; recording is the sinks' business).
     pub cache: Option<Arc<VerdictCache>>,
-    /// Jobs in flight that may be picked costliest first (see `engine`): a share of the
-    /// workers, so a sample that needs a core for minutes starts when it comes; 0 = none.
+    /// Cores the costly jobs picked first (oldest first, see `engine`) may be expected to keep
+    /// busy: a share of the workers, so a sample that needs a core for minutes starts when it
+    /// comes; 0 = none.
     pub costly_lanes: usize,
 }
 
