@@ -141,15 +141,20 @@ impl Admission {
         mem_available_mb().is_none_or(|mb| mb >= self.per_sample_mb + MEMORY_RESERVE_MB)
     }
 
-    /// Seats for known sleepers beyond `max_in_flight`: as many as the overlap slots.
-    fn sleeper_seats(&self) -> usize {
+    /// Slots for samples that compute beside the workers, up to `max_in_flight`.
+    pub(crate) fn overlap_slots(&self) -> usize {
         self.max_in_flight - self.workers
     }
 
-    /// Overlap slots worth starting threads for (a slot warms up on its first sample).
+    /// Seats for known sleepers beyond `max_in_flight`: as many as the overlap slots.
+    fn sleeper_seats(&self) -> usize {
+        self.overlap_slots()
+    }
+
+    /// Extra slots worth starting threads for, overlap and sleepers' (a slot warms up on
+    /// its first sample unless the pool warms it ahead).
     pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
-        (self.max_in_flight - self.workers + self.sleeper_seats())
-            .min(jobs.saturating_sub(self.workers))
+        (self.overlap_slots() + self.sleeper_seats()).min(jobs.saturating_sub(self.workers))
     }
 }
 
