@@ -9,9 +9,10 @@
 //! of 1,000 jobs does not starve a later one of 1. Within a round, a task that timed out
 //! meanwhile goes before all; then, on the costly lanes ([`Engine::with_costly_lanes`]: while
 //! the jobs picked there are expected to keep fewer cores busy, [`Job::expected_cores`]), the
-//! oldest costly head, so a sample that needs a core for a minute starts as it comes instead of
-//! last, where it alone would make the run's tail; elsewhere the cheap heads (a known sleeper's first,
-//! [`Job::expected_to_sleep`], then the least CPU; see [`expected_cpu`]), so a server fed many
+//! oldest costly head, so a sample that needs a core for a minute starts as it comes instead
+//! of last, where it alone would make the run's tail; elsewhere the cheap heads (a known
+//! sleeper's first, [`Job::expected_to_sleep`], then the least CPU; see [`expected_cpu`]),
+//! so a server fed many
 //! one-sample submissions answers its sleepers and short samples early and its clients keep
 //! sending, and after them the costliest. Within a group, jobs keep the order given (longest
 //! first).
@@ -59,7 +60,7 @@ struct State {
     /// Per job in flight: its group, where its result goes, and the cores it is expected to
     /// keep busy if it was picked for a costly lane (0 otherwise).
     in_flight: HashMap<Ticket, (u64, Route, f64)>,
-    /// Cores the jobs picked costliest first may be expected to keep busy (0: none are).
+    /// Cores the jobs picked on the costly lanes may be expected to keep busy (0: none are).
     costly_lanes: usize,
     /// Per group: (errors in a row with no verdict between, the limit that trips it).
     breakers: HashMap<u64, (usize, usize)>,
@@ -78,8 +79,9 @@ impl State {
 
     /// The group whose head goes next, and whether it goes on a costly lane: the earliest
     /// round first; within it a hurried task's head; then, while a costly lane has room, the
-    /// oldest costly head (else the costliest cheap one), else a cheap head (a known sleeper's first, then
-    /// the least CPU), else the costliest; then the oldest (smallest ticket).
+    /// oldest costly head (else the costliest cheap one), else a cheap head (a known
+    /// sleeper's first, then the least CPU), else the costliest; then the oldest (smallest
+    /// ticket).
     fn next_group(&self) -> Option<(u64, bool)> {
         let costly_cores: f64 = self.in_flight.values().map(|(.., c)| c).sum();
         let costly = costly_cores < self.costly_lanes as f64 - COSTLY_LANE_ROOM;
@@ -531,13 +533,16 @@ mod tests {
         );
     }
 
+    fn cpu_job(task: &str, cpu: f64) -> Job {
+        Job {
+            expected_cpu_secs: Some(cpu),
+            ..job(task, 0)
+        }
+    }
+
     #[test]
     fn a_costly_lane_starts_a_costly_job_while_the_others_take_the_cheapest() {
         let e = Engine::with_costly_lanes(1);
-        let cpu_job = |t: &str, cpu: f64| Job {
-            expected_cpu_secs: Some(cpu),
-            ..job(t, 0)
-        };
         let _passes: Vec<Pass> = [("a", 1.0), ("b", 50.0), ("c", 0.5), ("d", 12.0), ("e", 2.0)]
             .iter()
             .map(|(t, cpu)| e.enqueue(e.group(), vec![cpu_job(t, *cpu)], 4))
@@ -570,10 +575,6 @@ mod tests {
     #[test]
     fn a_costly_lane_takes_the_costly_in_the_order_they_came_not_the_costliest_first() {
         let e = Engine::with_costly_lanes(1);
-        let cpu_job = |t: &str, cpu: f64| Job {
-            expected_cpu_secs: Some(cpu),
-            ..job(t, 0)
-        };
         // BigCodeBench/227 came in the first seconds; four 417s (costlier) came later and
         // kept the lane for three minutes, so 227 ran last of all, alone.
         let _passes: Vec<Pass> = [("227", 8.0), ("cheap", 0.3), ("417", 42.0)]

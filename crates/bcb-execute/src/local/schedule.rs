@@ -116,7 +116,7 @@ impl Admission {
         // Known sleepers take seats of their own beside `max_in_flight`, as many again at
         // most: four BigCodeBench/461 (156 s asleep) and four 1040 (60 s) once held eight of
         // ten seats, and the two computing samples left a third of a core idle for a minute.
-        if load.in_flight - load.sleeping.min(load.in_flight) >= self.max_in_flight
+        if load.in_flight.saturating_sub(load.sleeping) >= self.max_in_flight
             || load.in_flight >= self.max_in_flight + self.sleeper_seats()
         {
             return false;
