@@ -8,11 +8,10 @@
 //! jobs gets one job a round, and a group that arrives joins the current round, so one group
 //! of 1,000 jobs does not starve a later one of 1. Within a round, a task that timed out
 //! meanwhile goes before all; then, on the costly lanes ([`Engine::with_costly_lanes`]: while
-//! the jobs picked there are expected to keep fewer cores busy, [`Job::expected_cores`]), the
-//! oldest costly head, so a sample that needs a core for a minute starts as it comes instead
-//! of last, where it alone would make the run's tail; elsewhere the cheap heads (a known
-//! sleeper's first, [`Job::expected_to_sleep`], then the least CPU; see [`expected_cpu`]),
-//! so a server fed many
+//! fewer jobs run that were picked there), the head expected to use the most CPU, so a sample
+//! that needs a core for a minute starts as it comes instead of last, where it alone would
+//! make the run's tail; elsewhere the cheap heads (a known sleeper's first,
+//! [`Job::expected_to_sleep`], then the least CPU; see [`expected_cpu`]), so a server fed many
 //! one-sample submissions answers its sleepers and short samples early and its clients keep
 //! sending, and after them the costliest. Within a group, jobs keep the order given (longest
 //! first).
@@ -57,10 +56,10 @@ struct State {
     /// Tasks that had a sample time out while their jobs were queued: their heads go first
     /// within a round (they probably wait too). Cleared whenever the queue runs dry.
     hurried: HashSet<String>,
-    /// Per job in flight: its group, where its result goes, and the cores it is expected to
-    /// keep busy if it was picked for a costly lane (0 otherwise).
-    in_flight: HashMap<Ticket, (u64, Route, f64)>,
-    /// Cores the jobs picked on the costly lanes may be expected to keep busy (0: none are).
+    /// Per job in flight: its group, where its result goes, and whether it was picked for a
+    /// costly lane.
+    in_flight: HashMap<Ticket, (u64, Route, bool)>,
+    /// How many jobs in flight may have been picked costliest first (0: none are).
     costly_lanes: usize,
     /// Per group: (errors in a row with no verdict between, the limit that trips it).
     breakers: HashMap<u64, (usize, usize)>,
@@ -78,13 +77,11 @@ impl State {
     }
 
     /// The group whose head goes next, and whether it goes on a costly lane: the earliest
-    /// round first; within it a hurried task's head; then, while a costly lane has room, the
-    /// oldest costly head (else the costliest cheap one), else a cheap head (a known
-    /// sleeper's first, then the least CPU), else the costliest; then the oldest (smallest
-    /// ticket).
+    /// round first; within it a hurried task's head; then, while a costly lane is free, the
+    /// head expected to use the most CPU, else a cheap head (a known sleeper's first, then
+    /// the least CPU), else the costliest; then the oldest (smallest ticket).
     fn next_group(&self) -> Option<(u64, bool)> {
-        let costly_cores: f64 = self.in_flight.values().map(|(.., c)| c).sum();
-        let costly = costly_cores < self.costly_lanes as f64 - COSTLY_LANE_ROOM;
+        let costly = self.in_flight.values().filter(|(.., c)| *c).count() < self.costly_lanes;
         self.queues
             .iter()
             .filter_map(|(g, q)| q.front().map(|head| (*g, head)))
@@ -95,16 +92,7 @@ impl State {
                 let sleeps = |e: &Entry| e.job.expected_to_sleep();
                 let cheap = |e: &Entry| cpu(e) <= CHEAP_CPU_SECS;
                 let by_cpu = if costly {
-                    // The costly ones in the order they came (none starves behind later,
-                    // costlier ones to make the run's tail: BigCodeBench/227, queued in the
-                    // first seconds, waited three minutes behind four 417s); among the cheap
-                    // the costliest.
-                    cheap(a)
-                        .cmp(&cheap(b))
-                        .then_with(|| match cheap(a) && cheap(b) {
-                            true => cpu(b).total_cmp(&cpu(a)),
-                            false => std::cmp::Ordering::Equal,
-                        })
+                    cpu(b).total_cmp(&cpu(a))
                 } else if cheap(a) && cheap(b) {
                     sleeps(b).cmp(&sleeps(a)).then(cpu(a).total_cmp(&cpu(b)))
                 } else {
@@ -126,9 +114,6 @@ impl State {
 /// go first (least first), since one delays a costlier job by little and its answer brings its
 /// client's next request; the costly follow costliest first.
 const CHEAP_CPU_SECS: f64 = 2.0;
-
-/// Less than this of a costly lane left is no room for another costly job.
-const COSTLY_LANE_ROOM: f64 = 0.1;
 
 /// What a job is expected to take of a core: the ground truth's CPU time, else its expected
 /// test time (as if CPU-bound), else nothing known (0: it goes early and is measured).
@@ -178,8 +163,8 @@ impl Engine {
         Arc::new(Engine::default())
     }
 
-    /// An engine where costly jobs expected to keep up to `lanes` cores busy are picked
-    /// first, oldest first (see the module docs); the rest least first.
+    /// An engine where up to `lanes` jobs in flight are picked costliest first (see the
+    /// module docs); the rest least first.
     pub fn with_costly_lanes(lanes: usize) -> Arc<Engine> {
         let engine = Engine::default();
         engine.state.lock().unwrap().costly_lanes = lanes;
@@ -417,16 +402,8 @@ impl JobSource for Engine {
         if s.queues.is_empty() {
             s.hurried.clear();
         }
-        // A costly lane is a core, not a job ([`Job::expected_cores`]): a lane that held one
-        // BigCodeBench/417 alone (0.7 of a core for a minute) left the rest of its core to
-        // the cheap samples while every other costly job waited for the run's end.
-        let cores = if costly {
-            entry.job.expected_cores()
-        } else {
-            0.0
-        };
         s.in_flight
-            .insert(entry.ticket, (group, entry.route, cores));
+            .insert(entry.ticket, (group, entry.route, costly));
         Some((entry.ticket, entry.job))
     }
 
@@ -533,27 +510,20 @@ mod tests {
         );
     }
 
-    fn cpu_job(task: &str, cpu: f64) -> Job {
-        Job {
-            expected_cpu_secs: Some(cpu),
-            ..job(task, 0)
-        }
-    }
-
     #[test]
-    fn a_costly_lane_starts_a_costly_job_while_the_others_take_the_cheapest() {
+    fn a_costly_lane_starts_the_costliest_job_while_the_others_take_the_cheapest() {
         let e = Engine::with_costly_lanes(1);
+        let cpu_job = |t: &str, cpu: f64| Job {
+            expected_cpu_secs: Some(cpu),
+            ..job(t, 0)
+        };
         let _passes: Vec<Pass> = [("a", 1.0), ("b", 50.0), ("c", 0.5), ("d", 12.0), ("e", 2.0)]
             .iter()
             .map(|(t, cpu)| e.enqueue(e.group(), vec![cpu_job(t, *cpu)], 4))
             .collect();
         let pull = || e.pull().unwrap();
         let (costliest, j) = pull();
-        assert_eq!(
-            j.task_id(),
-            "b",
-            "the lane is free: the oldest costly one goes"
-        );
+        assert_eq!(j.task_id(), "b", "the lane is free: the costliest goes");
         let (_, j) = pull();
         assert_eq!(j.task_id(), "c", "the lane is taken: the cheapest goes");
         let (cheap, j) = pull();
@@ -570,50 +540,6 @@ mod tests {
             Peek::Ready("d".into()),
             "the costly job's end frees its lane"
         );
-    }
-
-    #[test]
-    fn a_costly_lane_takes_the_costly_in_the_order_they_came_not_the_costliest_first() {
-        let e = Engine::with_costly_lanes(1);
-        // BigCodeBench/227 came in the first seconds; four 417s (costlier) came later and
-        // kept the lane for three minutes, so 227 ran last of all, alone.
-        let _passes: Vec<Pass> = [("227", 8.0), ("cheap", 0.3), ("417", 42.0)]
-            .iter()
-            .map(|(t, cpu)| e.enqueue(e.group(), vec![cpu_job(t, *cpu)], 4))
-            .collect();
-        let task = |e: &Engine| e.pull().map(|(_, j)| j.task_id().to_string());
-        assert_eq!(task(&e).as_deref(), Some("227"), "the oldest costly one");
-        assert_eq!(task(&e).as_deref(), Some("cheap"), "the lane is taken");
-        assert_eq!(task(&e).as_deref(), Some("417"));
-    }
-
-    #[test]
-    fn a_costly_job_that_keeps_part_of_a_core_busy_leaves_its_lane_room_for_one_more() {
-        let e = Engine::with_costly_lanes(1);
-        // (task, test secs, CPU secs): "keras" keeps 0.7 of a core busy, "numpy" all of one.
-        let timed_cpu = |t: &str, i: usize, wall: f64, cpu: f64| Job {
-            expected_secs: Some(wall),
-            expected_cpu_secs: Some(cpu),
-            ..job(t, i)
-        };
-        let _passes: Vec<Pass> = [
-            timed_cpu("keras", 0, 60.0, 42.0),
-            timed_cpu("numpy", 0, 9.0, 9.0),
-            timed_cpu("numpy", 1, 9.0, 9.0),
-            timed_cpu("cheap", 0, 0.5, 0.3),
-            timed_cpu("cheap", 1, 0.5, 0.3),
-        ]
-        .into_iter()
-        .map(|j| e.enqueue(e.group(), vec![j], 4))
-        .collect();
-        let task = |e: &Engine| e.pull().map(|(_, j)| j.task_id().to_string());
-        assert_eq!(task(&e).as_deref(), Some("keras"), "the lane is free");
-        assert_eq!(
-            task(&e).as_deref(),
-            Some("numpy"),
-            "0.3 of the lane's core is left: another costly job starts on it"
-        );
-        assert_eq!(task(&e).as_deref(), Some("cheap"), "the lane is full");
     }
 
     #[test]

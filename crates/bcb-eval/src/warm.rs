@@ -71,9 +71,8 @@ pub struct WarmOptions {
     pub remembered: usize,
     /// Verdicts of earlier runs (lookups only; recording is the sinks' business).
     pub cache: Option<Arc<VerdictCache>>,
-    /// Cores the costly jobs picked first (oldest first, see `engine`) may be expected to keep
-    /// busy: a share of the workers, so a sample that needs a core for minutes starts when it
-    /// comes; 0 = none.
+    /// Jobs in flight that may be picked costliest first (see `engine`): a share of the
+    /// workers, so a sample that needs a core for minutes starts when it comes; 0 = none.
     pub costly_lanes: usize,
 }
 

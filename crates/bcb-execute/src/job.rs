@@ -99,10 +99,6 @@ pub struct Job {
 
 /// A run whose CPU time is below this share of its wall time slept.
 pub const SLEEPER_CPU_SHARE: f64 = 0.25;
-/// The least share of a core a job is counted for ([`Job::expected_cores`]): a sample may
-/// compute where its ground truth waited (or the ground truth waited for a core beside
-/// others), and the costly lanes then hold at most twice the cores they were given.
-pub const MIN_EXPECTED_CORES: f64 = 0.5;
 /// Ground truth shorter than this is not worth calling a sleeper: its wait is short anyway.
 const SLEEPER_MIN_SECS: f64 = 10.0;
 
@@ -117,20 +113,6 @@ impl Job {
         match (self.expected_secs, self.expected_cpu_secs) {
             (Some(wall), Some(cpu)) => wall >= SLEEPER_MIN_SECS && cpu < SLEEPER_CPU_SHARE * wall,
             _ => false,
-        }
-    }
-
-    /// The share of a core this job is expected to keep busy while it runs: the ground
-    /// truth's CPU over its test time, between [`MIN_EXPECTED_CORES`] and 1, where that ran
-    /// long enough to tell ([`SLEEPER_MIN_SECS`]); else a whole core. BigCodeBench/417
-    /// (Keras, one small step at a time) keeps 0.7 of one busy for a minute: a core given to
-    /// it alone is a third idle.
-    pub fn expected_cores(&self) -> f64 {
-        match (self.expected_cpu_secs, self.expected_secs) {
-            (Some(cpu), Some(wall)) if wall >= SLEEPER_MIN_SECS => {
-                (cpu / wall).clamp(MIN_EXPECTED_CORES, 1.0)
-            }
-            _ => 1.0,
         }
     }
 

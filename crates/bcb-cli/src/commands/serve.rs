@@ -233,9 +233,9 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
             },
             dedup: !args.no_dedup,
             cache,
-            // Half the cores (none of one): the other half keeps answering the cheap
+            // Half the workers (none of one): the other half keeps answering the cheap
             // samples (and so the clients sending), the costly half starts the minute-long
-            // ones in the order they come.
+            // ones as they come.
             costly_lanes: args.parallel() / 2,
             ..Default::default()
         },

@@ -266,20 +266,19 @@ impl PoolExecutor {
         let admission = self.base.admission();
         // A batch warms its extra (overlap) slots on first use: many runs never need them.
         // A service warms them all before it is ready (memory permitting): its first burst
-        // would otherwise pay seconds of imports per slot while clients wait. Not the
-        // sleepers' seats: a sleeper's slot is forked from the zygote when one comes.
+        // would otherwise pay seconds of imports per slot while clients wait.
         let warm_every = jobs.is_none() && self.warm_every.load(Ordering::Relaxed);
-        let ahead = admission.workers + admission.overlap_slots();
         if warm_every {
-            self.warming.expect(ahead);
+            let extra = admission.extra_slots(usize::MAX);
+            self.warming.expect(admission.workers + extra);
         }
         // Declared before the workers: it outlives every slot it forks.
         let zygote = self.zygote();
         let zygote = zygote.as_ref();
         let make = |w: usize, primary: bool| {
-            let warm_now = primary || (warm_every && w < ahead && admission.room_for_one_more());
+            let warm_now = primary || (warm_every && admission.room_for_one_more());
             let worker = self.worker(w, warm_now, zygote);
-            if warm_every && w < ahead {
+            if warm_every {
                 self.warming.one_warm();
             }
             worker

@@ -77,8 +77,6 @@ pub(crate) struct Admission {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Load {
     pub in_flight: usize,
-    /// How many of those run as known sleepers (see [`Admission::admits`]).
-    pub sleeping: usize,
     /// Idle cores over the last interval; `None` until an interval that began after the
     /// last admission settled has been measured.
     pub idle_cores: Option<f64>,
@@ -113,12 +111,7 @@ impl Admission {
         if load.in_flight < self.workers {
             return true;
         }
-        // Known sleepers take seats of their own beside `max_in_flight`, as many again at
-        // most: four BigCodeBench/461 (156 s asleep) and four 1040 (60 s) once held eight of
-        // ten seats, and the two computing samples left a third of a core idle for a minute.
-        if load.in_flight.saturating_sub(load.sleeping) >= self.max_in_flight
-            || load.in_flight >= self.max_in_flight + self.sleeper_seats()
-        {
+        if load.in_flight >= self.max_in_flight {
             return false;
         }
         let workers = self.workers as f64;
@@ -141,20 +134,9 @@ impl Admission {
         mem_available_mb().is_none_or(|mb| mb >= self.per_sample_mb + MEMORY_RESERVE_MB)
     }
 
-    /// Slots for samples that compute beside the workers, up to `max_in_flight`.
-    pub(crate) fn overlap_slots(&self) -> usize {
-        self.max_in_flight - self.workers
-    }
-
-    /// Seats for known sleepers beyond `max_in_flight`: as many as the overlap slots.
-    fn sleeper_seats(&self) -> usize {
-        self.overlap_slots()
-    }
-
-    /// Extra slots worth starting threads for, overlap and sleepers' (a slot warms up on
-    /// its first sample unless the pool warms it ahead).
+    /// Overlap slots worth starting threads for.
     pub(crate) fn extra_slots(&self, jobs: usize) -> usize {
-        (self.overlap_slots() + self.sleeper_seats()).min(jobs.saturating_sub(self.workers))
+        (self.max_in_flight - self.workers).min(jobs.saturating_sub(self.workers))
     }
 }
 
@@ -260,8 +242,6 @@ struct IdleSample {
 
 struct Shared {
     in_flight: usize,
-    /// Of those, known sleepers (they run beside the primaries, never as one).
-    sleeping: usize,
     /// Running samples whose role is primary (at most `workers`).
     primaries: usize,
     last_admission: Option<Instant>,
@@ -305,7 +285,6 @@ pub(crate) fn run_queue<W>(
         .min(workers);
     let shared = Mutex::new(Shared {
         in_flight: 0,
-        sleeping: 0,
         primaries: 0,
         last_admission: None,
         sleepy: HashSet::new(),
@@ -354,8 +333,6 @@ pub(crate) fn run_queue<W>(
                 let mut state = make(w, primary);
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
                 let mut just_finished = false;
-                // Whether the sample this slot runs is a known sleeper.
-                let mut asleep = false;
                 loop {
                     let next = {
                         let mut s = shared.lock().unwrap();
@@ -381,7 +358,6 @@ pub(crate) fn run_queue<W>(
                             .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
                         let load = Load {
                             in_flight: s.in_flight,
-                            sleeping: s.sleeping,
                             idle_cores: fresh.map(|m| m.idle_cores),
                             demand: fresh.and_then(|m| m.demand),
                             renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
@@ -408,8 +384,6 @@ pub(crate) fn run_queue<W>(
                                 // wall, about 1 s of CPU) leaves its core to whatever the
                                 // admission of extras manages to start, and only those.
                                 let sleeper = extra > 0 && (next_sleeps || job.expected_to_sleep());
-                                asleep = sleeper;
-                                s.sleeping += usize::from(sleeper);
                                 let role = if role_free && !sleeper {
                                     s.primaries += 1;
                                     Role::Primary
@@ -434,7 +408,6 @@ pub(crate) fn run_queue<W>(
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
-                        s.sleeping -= usize::from(std::mem::take(&mut asleep));
                         if seats[w].end() == Some(Role::Primary) {
                             s.primaries -= 1;
                             if promote_oldest(seats) {
@@ -486,7 +459,6 @@ mod tests {
     fn load(in_flight: usize, idle: Option<f64>, mem: Option<u64>) -> Load {
         Load {
             in_flight,
-            sleeping: 0,
             idle_cores: idle,
             mem_available_mb: mem,
             next_sleeps: false,
@@ -614,24 +586,6 @@ mod tests {
         let r = Admission::new(4, 1, 0);
         assert_eq!(r.max_in_flight, 4);
         assert!(!r.admits(&load(4, Some(4.0), Some(20_000))));
-    }
-
-    #[test]
-    fn known_sleepers_take_seats_of_their_own_up_to_as_many_again() {
-        let r = rule(); // 2 workers, 10 in flight: 8 overlap seats, and 8 more for sleepers
-        let with_sleepers = |in_flight, sleeping| Load {
-            sleeping,
-            ..load(in_flight, Some(1.0), Some(20_000))
-        };
-        assert!(
-            r.admits(&with_sleepers(10, 8)),
-            "eight asleep, two computing: room for more"
-        );
-        assert!(!r.admits(&with_sleepers(10, 0)), "ten computing: none");
-        assert!(r.admits(&with_sleepers(17, 8)));
-        assert!(!r.admits(&with_sleepers(18, 9)), "every seat taken");
-        assert_eq!(r.extra_slots(1000), 16);
-        assert_eq!(r.extra_slots(5), 3, "no more slots than jobs");
     }
 
     #[test]
