@@ -24,8 +24,9 @@
 //! after using its share of a core then (it computes, rather than finishing a burst a
 //! waiting thread of its test needs in time) is it frozen when starved (its clock then
 //! stops exactly), and thawed, oldest first, once half a core has stayed free
-//! ([`next_weight`]). Once quiet, it starts over (probed again before any freeze). When it
-//! becomes primary, it gets the default weight back.
+//! ([`next_weight`]) or when the scheduler would start a new sample beyond the workers (the
+//! core goes to the oldest frozen one instead: [`thaw_oldest`]). Once quiet, it starts over
+//! (probed again before any freeze). When it becomes primary, it gets the default weight back.
 //!
 //! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
@@ -478,6 +479,24 @@ impl Seat {
     }
 }
 
+/// Thaws the oldest frozen extra sample (it keeps its role and weight; the governor may
+/// freeze it again). Returns whether one was frozen.
+pub(crate) fn thaw_oldest(seats: &[Seat]) -> bool {
+    let mut oldest: Option<(Instant, Arc<Freezable>)> = None;
+    for seat in seats {
+        let r = seat.running.lock().unwrap();
+        let Some(r) = r.as_ref().filter(|r| r.role == Role::Extra) else {
+            continue;
+        };
+        if let Some(f) = r.sample.as_ref().filter(|f| f.is_frozen()) {
+            if oldest.as_ref().is_none_or(|(t, _)| r.started < *t) {
+                oldest = Some((r.started, f.clone()));
+            }
+        }
+    }
+    oldest.map(|(_, f)| f.thaw()).is_some()
+}
+
 /// Makes the oldest running extra sample primary (thawed for good). Returns whether one was.
 pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
     let mut oldest: Option<(Instant, &Seat)> = None;
@@ -583,17 +602,25 @@ pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
     d
 }
 
-/// One governor step over every seat: measure, decide, act.
-pub(crate) fn govern(seats: &[Seat], cores: usize) {
+/// One governor step over every seat: measure, decide, act. Returns what the running
+/// samples asked of the CPUs over the interval, in cores (their threads' time on a CPU or
+/// waiting for one; a sample measured for the first time counts nothing yet): a thread pool
+/// that keeps many threads runnable for moments asks only for the time it uses, and an extra
+/// left waiting for a core asks for the whole interval. `None` where samples run and none has
+/// a cgroup to measure (no freezer); one between its start and its attachment counts nothing.
+pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
     let ticks_per_sec = clock_ticks_per_sec();
     let mut views = Vec::new();
     let mut handles = Vec::new();
+    let (mut running, mut attached) = (false, false);
     for seat in seats {
         let mut r = seat.running.lock().unwrap();
         let Some(r) = r.as_mut() else { continue };
+        running = true;
         let Some(sample) = r.sample.clone() else {
             continue;
         };
+        attached = true;
         let frozen = sample.is_frozen();
         let (mut demand, mut busy, mut starved) = (0.0, false, false);
         if frozen {
@@ -660,6 +687,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
         });
         handles.push(sample);
     }
+    let asked = views.iter().map(|v| v.demand).sum();
     let d = decide(&views, cores);
     for i in d.freeze {
         tracing::debug!("freezing an extra sample: our demand exceeds {cores} cores");
@@ -669,6 +697,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) {
         tracing::debug!("thawing an extra sample: a core stayed free");
         handles[i].thaw();
     }
+    (attached || !running).then_some(asked)
 }
 
 #[cfg(test)]
@@ -737,6 +766,55 @@ mod tests {
         assert!(spinning > 0, "a spinning process uses CPU ticks");
         let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
         assert_eq!(process_ticks(stat), 127);
+    }
+
+    #[test]
+    fn the_governor_tells_what_the_samples_asked_of_the_cpus_in_cores() {
+        use std::process::Command;
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut spinner = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let seats = [Seat::default(), Seat::default()];
+        let dirs: Vec<_> = [sleeper.id(), spinner.id()]
+            .iter()
+            .zip(&seats)
+            .map(|(pid, seat)| {
+                let dir = tempfile::tempdir().unwrap();
+                for file in ["cgroup.procs", "tasks"] {
+                    std::fs::write(dir.path().join(file), format!("{pid}\n")).unwrap();
+                }
+                seat.begin(Role::Primary, false);
+                seat.attach(Arc::new(Freezable::warming(dir.path().to_path_buf())));
+                dir
+            })
+            .collect();
+        let first = govern(&seats, 2);
+        std::thread::sleep(Duration::from_millis(300));
+        let asked = govern(&seats, 2).unwrap();
+        for child in [&mut sleeper, &mut spinner] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        drop(dirs);
+        let bare = [Seat::default()];
+        bare[0].begin(Role::Primary, false);
+        assert_eq!(
+            govern(&bare, 2),
+            None,
+            "a sample without a cgroup is not measured"
+        );
+        assert_eq!(
+            first,
+            Some(0.0),
+            "nothing is known of a sample at its first measurement"
+        );
+        // The spinner on a CPU or waiting for one all along, however loaded the machine.
+        assert!(
+            (0.8..1.2).contains(&asked),
+            "one spinner asks for a core: {asked}"
+        );
     }
 
     #[test]
@@ -953,6 +1031,33 @@ mod tests {
         assert!(promote_oldest(&seats));
         assert_eq!(role(3), Some(Role::Primary));
         assert_eq!(role(0), Some(Role::Extra));
+    }
+
+    #[test]
+    fn a_core_that_frees_thaws_the_oldest_frozen_extra_first() {
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let seats: Vec<Seat> = (0..3).map(|_| Seat::default()).collect();
+        let samples: Vec<Arc<Freezable>> = dirs
+            .iter()
+            .map(|d| Arc::new(Freezable::warming(d.path().to_path_buf())))
+            .collect();
+        for (i, role) in [Role::Primary, Role::Extra, Role::Extra]
+            .into_iter()
+            .enumerate()
+        {
+            seats[i].begin(role, false);
+            seats[i].attach(samples[i].clone());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!thaw_oldest(&seats), "nothing is frozen");
+        samples[2].freeze();
+        samples[1].freeze();
+        assert!(thaw_oldest(&seats));
+        assert!(!samples[1].is_frozen(), "the older extra first");
+        assert!(samples[2].is_frozen());
+        assert!(thaw_oldest(&seats));
+        assert!(!samples[2].is_frozen());
+        assert!(!thaw_oldest(&seats));
     }
 
     #[test]

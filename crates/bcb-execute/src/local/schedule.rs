@@ -7,7 +7,13 @@
 //! machine is idle, or when our own demand (runnable threads of this process's descendants:
 //! slots, samples and their children) is half a core below `workers`, which other load on
 //! the machine cannot fake. An overlap slot that finishes a sample goes on with the next while
-//! our demand stayed within `workers` (it fills the core of a hung sample). Always only while
+//! what our samples asked of the CPUs over the last interval (their threads' time on a CPU or
+//! waiting for one: `freeze::govern`) stayed within `workers` and half a core (it fills the
+//! core of a hung sample): a thread pool's momentary runnable threads do not stop it (two
+//! Keras samples count 4 to 5 of them at 1.4 cores), an extra left waiting for a core does. A
+//! core that an admission would give to a new sample goes to the oldest frozen extra first
+//! (thawed), so one frozen behind long primaries does not wait for minutes while newer extras,
+//! starting at the default weight, take every core that frees. Always only while
 //! `/proc/meminfo`'s MemAvailable covers one more sample, and never past `max_in_flight`.
 //! A CPU-bound run therefore keeps `workers` samples running and rarely more.
 //!
@@ -30,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::freeze::{govern, promote_oldest, Role, Seat};
+use super::freeze::{govern, promote_oldest, thaw_oldest, Role, Seat};
 use crate::intake::{JobSource, OnServed, Peek};
 use crate::job::SLEEPER_CPU_SHARE;
 use crate::{ExecError, Job, Outcome, Status};
@@ -83,8 +89,10 @@ pub(crate) struct Load {
     /// Our runnable threads, the most of the last intervals (`None` as for `idle_cores`,
     /// or where /proc has no `children` lists).
     pub demand: Option<f64>,
-    /// The asking slot just finished a sample, and this is our demand with it running
-    /// (fresh or not): it may go on while that stayed within `workers`.
+    /// The asking slot just finished a sample, and this is what our samples asked of the
+    /// CPUs with it running, in cores (fresh or not; see `freeze::govern`; our runnable
+    /// threads where a sample has no cgroup to measure): it may go on while that stayed
+    /// within `workers` and half a core.
     pub renewing: Option<f64>,
     /// MemAvailable in MB; `None` where /proc/meminfo is unreadable.
     pub mem_available_mb: Option<u64>,
@@ -238,6 +246,9 @@ struct IdleSample {
     idle_cores: f64,
     /// Our runnable threads, the most of the last [`DEMAND_WINDOW`] intervals.
     demand: Option<f64>,
+    /// What the running samples asked of the CPUs over the interval, in cores (`None`
+    /// where a sample runs without a cgroup to measure).
+    asked: Option<f64>,
 }
 
 struct Shared {
@@ -301,6 +312,7 @@ pub(crate) fn run_queue<W>(
                 while !finished.load(Ordering::Relaxed) {
                     std::thread::sleep(INTERVAL);
                     let now = cpu_jiffies();
+                    let asked = govern(&seats, cores);
                     let demand = our_demand().map(|d| {
                         demands.push_back(d);
                         if demands.len() > DEMAND_WINDOW {
@@ -316,12 +328,12 @@ pub(crate) fn run_queue<W>(
                                 since,
                                 idle_cores,
                                 demand,
+                                asked,
                             });
                         }
                     }
                     last = now;
                     since = Instant::now();
-                    govern(&seats, cores);
                 }
             });
         }
@@ -360,7 +372,9 @@ pub(crate) fn run_queue<W>(
                             in_flight: s.in_flight,
                             idle_cores: fresh.map(|m| m.idle_cores),
                             demand: fresh.and_then(|m| m.demand),
-                            renewing: measured.filter(|_| just_finished).and_then(|m| m.demand),
+                            renewing: measured
+                                .filter(|_| just_finished)
+                                .and_then(|m| m.asked.or(m.demand)),
                             mem_available_mb: if asks && !role_free {
                                 mem_available_mb()
                             } else {
@@ -370,7 +384,15 @@ pub(crate) fn run_queue<W>(
                         };
                         let renew = load.renewing.is_some();
                         just_finished = false;
-                        if asks && (role_free || admission.admits(&load)) {
+                        let admitted = asks && (role_free || admission.admits(&load));
+                        if admitted && !role_free && !next_sleeps && thaw_oldest(seats) {
+                            // The core that frees goes to the oldest frozen extra, not to a
+                            // new sample (which would start at the default weight and take
+                            // it, while the frozen one waits behind long primaries for
+                            // minutes); the next admission waits for a fresh measurement.
+                            s.last_admission = Some(Instant::now());
+                            None
+                        } else if admitted {
                             // The source may have lost the job meanwhile (a cancel).
                             let pulled = source.pull();
                             if let Some((_, job)) = &pulled {
