@@ -91,7 +91,7 @@ pub(crate) struct Load {
     pub demand: Option<f64>,
     /// The asking slot just finished a sample, and this is what our samples asked of the
     /// CPUs with it running, in cores (fresh or not; see `freeze::govern`; our runnable
-    /// threads where a sample has no cgroup to measure): it may go on while that stayed
+    /// threads where no sample has a cgroup to measure): it may go on while that stayed
     /// within `workers` and half a core.
     pub renewing: Option<f64>,
     /// MemAvailable in MB; `None` where /proc/meminfo is unreadable.
@@ -247,7 +247,7 @@ struct IdleSample {
     /// Our runnable threads, the most of the last [`DEMAND_WINDOW`] intervals.
     demand: Option<f64>,
     /// What the running samples asked of the CPUs over the interval, in cores (`None`
-    /// where a sample runs without a cgroup to measure).
+    /// where samples run and none has a cgroup to measure).
     asked: Option<f64>,
 }
 
