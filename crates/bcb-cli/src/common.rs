@@ -290,6 +290,29 @@ pub fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Ctrl-C, SIGTERM and SIGHUP stop the run whole: every local sample is thawed and killed
+/// and its cgroups removed (`bcb_execute::stop`), then bcb exits with 130. Each finished
+/// verdict is already in the journal, so the same command resumes. A remote run that ends
+/// itself (E2B kills its sandbox) is waited for; a second signal exits at once. `bcb serve`
+/// drains on these signals instead (its own handler).
+pub fn stop_on_interrupt() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static SEEN: AtomicBool = AtomicBool::new(false);
+    let installed = ctrlc::set_handler(|| {
+        if SEEN.swap(true, Ordering::SeqCst) {
+            bcb_execute::stop::request();
+            std::process::exit(130);
+        }
+        eprintln!("bcb: interrupted: stopping every sample (what finished is in the journal; the same command resumes)");
+        if bcb_execute::stop::request() == bcb_execute::stop::AfterStop::Exit {
+            std::process::exit(130);
+        }
+    });
+    if let Err(e) = installed {
+        tracing::warn!("cannot catch interrupts ({e}): an interrupted run may leave samples behind until the next bcb starts");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,12 +77,16 @@ fn main() -> ExitCode {
         Command::Sanitize(a) => commands::sanitize::run(a),
         Command::Syncheck(a) => commands::syncheck::run(a),
         Command::Evaluate(mut a) => {
+            common::stop_on_interrupt();
             a.split_typed = typed("evaluate", "split");
             a.subset_typed = typed("evaluate", "subset");
             commands::evaluate::run(*a)
         }
         Command::Inspect(a) => commands::inspect::run(a),
-        Command::ExecJobs(a) => commands::exec_jobs::run(a),
+        Command::ExecJobs(a) => {
+            common::stop_on_interrupt();
+            commands::exec_jobs::run(a)
+        }
         Command::Merge(mut a) => {
             a.subset_typed = typed("merge", "subset");
             a.version_typed = typed("merge", "version");

@@ -22,6 +22,7 @@ mod job;
 pub mod local;
 pub mod remote;
 mod spec;
+pub mod stop;
 mod verdict;
 
 pub use error::ExecError;

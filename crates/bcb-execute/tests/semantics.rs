@@ -173,3 +173,39 @@ fn a_cold_path_job_between_warm_ones_keeps_the_warm_slot() {
     assert_eq!(out[&2].status, Status::Pass, "{:?}", out[&2]);
     assert_eq!(pool.slots_started(), 1, "the warm slot was replaced");
 }
+
+/// `multiprocessing.Pool.terminate()` with busy workers, as BigCodeBench/205 and /363's
+/// canonical solutions do at teardown: upstream's kill guard refuses the SIGTERM to the pool's
+/// workers (the sample did not start them through `subprocess`), and the teardown then joins
+/// workers that never stop, so the sample hangs to its limit (a timeout for a correct
+/// program; at random in 205 and 363, every time here). In a PID namespace of the sample's own
+/// every process it can name is its own, so bcb lets those kills through there. Outside one
+/// (the fallback) the guard stays as upstream has it, and so does the hang.
+#[test]
+fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
+    let Some(py) = python() else { return };
+    let pool = "import multiprocessing, time\n\
+                def _work(x):\n    time.sleep(120)\n\
+                def task_func():\n    \
+                    pool = multiprocessing.Pool(2)\n    \
+                    pool.map_async(_work, range(2))\n    \
+                    time.sleep(1)\n    \
+                    pool.terminate()\n    \
+                    return 1\n";
+    let out = run(
+        "pool",
+        config(py, 1),
+        vec![job(0, "pool/terminate", pool, ONE_TEST, 20.0)],
+    );
+    let o = &out[&0];
+    if bcb_execute::host_isolation().pidns {
+        assert_eq!(o.status, Status::Pass, "{:?}", o.details);
+        assert!(o.wall_secs < 15.0, "ended at once: {} s", o.wall_secs);
+    } else {
+        assert_eq!(
+            o.status,
+            Status::Timeout,
+            "upstream's guard, upstream's hang"
+        );
+    }
+}

@@ -49,7 +49,8 @@ pub struct E2bOptions {
     pub parallel: i64,
     /// The sandbox's local executor (`--executor`).
     pub executor: LocalKind,
-    /// Set by Ctrl-C: the chunk stops at the next stream message and the sandbox is killed.
+    /// Set to stop the run (as an interrupt does): the chunk stops at the next stream message
+    /// and the sandbox is killed.
     pub cancel: Arc<AtomicBool>,
 }
 
@@ -118,6 +119,8 @@ pub struct E2bBackend {
     flags: String,
     sandbox: Mutex<Option<Sandbox>>,
     chunks: AtomicUsize,
+    /// An interrupt waits for this run to kill its sandbox rather than exit at once.
+    _graceful: crate::stop::GracefulStop,
 }
 
 impl Drop for E2bBackend {
@@ -163,26 +166,28 @@ pub fn exec_flags(opts: &E2bOptions, cfg: &ExecConfig) -> String {
 }
 
 impl E2bBackend {
-    /// Ready to run; the sandbox is created at the first chunk. Ctrl-C from now on stops
-    /// the run at the next message from the sandbox, which is then killed.
+    /// Ready to run; the sandbox is created at the first chunk. An interrupt
+    /// ([`crate::stop::request`]) from now on stops the run at the next message from the
+    /// sandbox, which is then killed.
     pub fn new(opts: E2bOptions, cfg: &ExecConfig) -> Result<Self, ExecError> {
         let http = crate::remote::http_client(Duration::from_secs(120))?;
-        let cancel = opts.cancel.clone();
-        if let Err(e) = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst)) {
-            tracing::warn!("cannot catch Ctrl-C ({e}); an interrupted run may leave its sandbox alive until it times out");
-        }
         Ok(E2bBackend {
             flags: exec_flags(&opts, cfg),
             opts,
             http,
             sandbox: Mutex::new(None),
             chunks: AtomicUsize::new(0),
+            _graceful: crate::stop::GracefulStop::register(),
         })
     }
 
-    /// The flag that interrupts a run (what Ctrl-C sets).
+    /// The flag that interrupts this run (beside [`crate::stop::requested`]).
     pub fn cancel(&self) -> Arc<AtomicBool> {
         self.opts.cancel.clone()
+    }
+
+    fn cancelled(&self) -> bool {
+        self.opts.cancel.load(Ordering::SeqCst) || crate::stop::requested()
     }
 
     fn retry(&self) -> HttpRetry {
@@ -360,7 +365,7 @@ impl E2bBackend {
         let mut output: Vec<String> = Vec::new();
         let b64 = base64::engine::general_purpose::STANDARD;
         loop {
-            if self.opts.cancel.load(Ordering::SeqCst) {
+            if self.cancelled() {
                 return Err(ExecError::fatal(
                     "interrupted (Ctrl-C); the sandbox is being killed",
                     "rerun the same command: finished jobs are journaled",
@@ -437,7 +442,7 @@ impl RemoteBackend for E2bBackend {
     }
 
     fn run_chunk(&self, jobs: &[Job]) -> JobResults {
-        if self.opts.cancel.load(Ordering::SeqCst) {
+        if self.cancelled() {
             return all_failed(
                 jobs,
                 &ExecError::fatal(

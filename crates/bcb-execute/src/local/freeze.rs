@@ -74,6 +74,13 @@ const PRIMARY_CPU_SHARES: u32 = 1024;
 const EXTRA_CPU_SHARES: u32 = 2;
 /// Share of a core under which a shielded extra with runnable threads counts as starved.
 const STARVED_CPU_SHARE: f64 = 0.05;
+/// Most time a sample may be held, frozen or credited for waiting for a core: its deadlines
+/// move by at most this, so a sample's wall never exceeds its time limit by more, whatever
+/// the governor did or failed to do. Once spent, the sample is never frozen again and runs
+/// at the default weight (it competes for the cores as a primary does). The supervisor holds
+/// the same budget (`freeze_budget_secs` on the wire) and thaws the sample itself once it is
+/// spent, so a governor that stopped, or lost track of a freeze, cannot leave one frozen.
+pub(crate) const FREEZE_BUDGET: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -85,10 +92,25 @@ pub(crate) enum Role {
 
 #[derive(Default)]
 struct Clock {
+    /// Time frozen (closed spells) and credited, at most [`FREEZE_BUDGET`].
     total: Duration,
     since: Option<Instant>,
     /// The sample ended: a late governor decision must not reach the slot's next sample.
     ended: bool,
+    /// The sample is primary: a freeze the governor decided while it was still extra must
+    /// not land (no rule ever thaws a primary, so it would stay frozen for good).
+    primary: bool,
+}
+
+impl Clock {
+    /// Frozen and credited time so far, the running spell included, uncapped.
+    fn held(&self) -> Duration {
+        self.total + self.since.map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    fn spent(&self) -> bool {
+        self.held() >= FREEZE_BUDGET
+    }
 }
 
 /// A running sample that can be frozen: its freezer cgroup and its supervisor's control pipe.
@@ -196,7 +218,8 @@ impl Freezable {
     /// frozen time (the supervisor adds it to the same clock).
     fn credit(&self, lost: Duration) {
         let mut c = self.clock.lock().unwrap();
-        if c.ended || c.since.is_some() {
+        let lost = lost.min(FREEZE_BUDGET.saturating_sub(c.total));
+        if c.ended || c.primary || c.since.is_some() || lost.is_zero() {
             return;
         }
         let line = format!(
@@ -209,10 +232,35 @@ impl Freezable {
         }
     }
 
+    /// Freezes the sample unless it ended, became primary or spent its budget meanwhile
+    /// (checked under the clock's lock, which those changes take too).
     fn freeze(&self) {
         let mut c = self.clock.lock().unwrap();
-        if c.since.is_none() && !c.ended && self.op("freeze") {
+        if c.since.is_none() && !c.ended && !c.primary && !c.spent() && self.op("freeze") {
             c.since = Some(Instant::now());
+        }
+    }
+
+    /// The sample is primary from now on: thawed, at the default weight, never frozen again.
+    fn make_primary(&self) {
+        let mut c = self.clock.lock().unwrap();
+        c.primary = true;
+        self.thaw_locked(&mut c);
+        drop(c);
+        self.set_shares(PRIMARY_CPU_SHARES);
+    }
+
+    /// Whether the sample has spent its [`FREEZE_BUDGET`] (it is then governed as a primary).
+    fn spent(&self) -> bool {
+        self.clock.lock().unwrap().spent()
+    }
+
+    /// Thaws the sample if it has been held for its whole budget (the supervisor does the
+    /// same on its side; this keeps our clock and a warming slot, frozen directly, in step).
+    pub fn expire(&self) {
+        let mut c = self.clock.lock().unwrap();
+        if c.since.is_some() && c.spent() {
+            self.thaw_locked(&mut c);
         }
     }
 
@@ -223,7 +271,7 @@ impl Freezable {
 
     fn thaw_locked(&self, c: &mut Clock) {
         if let Some(since) = c.since.take() {
-            c.total += since.elapsed();
+            c.total = (c.total + since.elapsed()).min(FREEZE_BUDGET);
             if !self.op("thaw") {
                 thaw_cgroup(&self.cgroup); // the supervisor is gone: never leave it frozen
             }
@@ -242,10 +290,10 @@ impl Freezable {
         self.clock.lock().unwrap().since.is_some()
     }
 
-    /// Time spent frozen so far (the slot's watchdog adds it to the deadline).
+    /// Time spent frozen or credited so far, at most [`FREEZE_BUDGET`] (the slot's watchdog
+    /// adds it to the deadline).
     pub fn frozen_for(&self) -> Duration {
-        let c = self.clock.lock().unwrap();
-        c.total + c.since.map_or(Duration::ZERO, |s| s.elapsed())
+        self.clock.lock().unwrap().held().min(FREEZE_BUDGET)
     }
 
     /// Each thread of the sample's cgroup (the sample and everything it started) with the
@@ -457,6 +505,9 @@ impl Seat {
         if let Some(r) = self.running.lock().unwrap().as_mut() {
             // An extra one too starts at the default weight: it has not shown what it does.
             sample.set_shares(PRIMARY_CPU_SHARES);
+            if r.role == Role::Primary {
+                sample.make_primary();
+            }
             r.sample = Some(sample);
         }
     }
@@ -514,8 +565,7 @@ pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
     if let Some(r) = seat.running.lock().unwrap().as_mut() {
         r.role = Role::Primary;
         if let Some(f) = &r.sample {
-            f.thaw();
-            f.set_shares(PRIMARY_CPU_SHARES);
+            f.make_primary();
         }
     }
     true
@@ -621,6 +671,15 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
             continue;
         };
         attached = true;
+        sample.expire();
+        // An extra that spent its budget is governed as a primary: never frozen again, at
+        // the default weight.
+        let role = if sample.spent() {
+            sample.set_shares(PRIMARY_CPU_SHARES);
+            Role::Primary
+        } else {
+            r.role
+        };
         let frozen = sample.is_frozen();
         let (mut demand, mut busy, mut starved) = (0.0, false, false);
         if frozen {
@@ -646,7 +705,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
                     let used = now.cpu_ticks.saturating_sub(then.cpu_ticks) as f64 / ticks_per_sec;
                     busy = used >= FREEZE_CPU_SHARE * secs;
                     demand = ((ran + waited) as f64 / 1e9).max(used) / secs;
-                    if r.role == Role::Extra && sample.shielded() {
+                    if role == Role::Extra && sample.shielded() {
                         starved = sample.reweigh(Seen {
                             used: used / secs,
                             runnable: now.runnable > 0,
@@ -671,7 +730,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
         let sustained =
             !frozen && n >= 2 && r.recent.iter().skip(n - 2).all(|&x| x >= FREEZE_CPU_SHARE);
         views.push(View {
-            role: r.role,
+            role,
             started: r.started,
             frozen,
             demand,
@@ -1079,6 +1138,62 @@ mod tests {
             "the older extra, a sleeper, stays extra"
         );
         assert_eq!(role(2), Some(Role::Primary));
+    }
+
+    /// The hang of a full ground truth's last job: the governor decided to freeze an extra
+    /// (starved, say), a primary ended meanwhile and the extra was promoted, then the freeze
+    /// landed. No rule thaws a primary, its deadlines move with the frozen time, and with
+    /// nothing else running the run never ended. The freeze now checks the role under the
+    /// clock's lock; before, this sample stayed frozen through every later step.
+    #[test]
+    fn a_freeze_decided_before_a_promotion_never_lands_on_the_new_primary() {
+        let dir = tempfile::tempdir().unwrap();
+        let seats: Vec<Seat> = (0..2).map(|_| Seat::default()).collect();
+        let sample = Arc::new(Freezable::warming(dir.path().to_path_buf()));
+        seats[1].begin(Role::Extra, false);
+        seats[1].attach(sample.clone());
+        // The governor's decision, taken on a view where the sample was extra...
+        let late_freeze = sample.clone();
+        // ...a primary ends and the extra takes its place...
+        assert!(promote_oldest(&seats));
+        // ...and then the governor acts.
+        late_freeze.freeze();
+        for _ in 0..3 {
+            govern(&seats, 2);
+        }
+        assert!(!sample.is_frozen(), "a primary is never frozen");
+        assert_ne!(
+            std::fs::read_to_string(dir.path().join("freezer.state"))
+                .ok()
+                .as_deref(),
+            Some("FROZEN")
+        );
+    }
+
+    /// A sample is held (frozen or credited) for at most [`FREEZE_BUDGET`]: its deadline
+    /// moves by no more, and once spent it is thawed, never frozen again, and governed as a
+    /// primary (the default weight).
+    #[test]
+    fn a_sample_is_held_for_at_most_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let seats = [Seat::default()];
+        let sample = Arc::new(Freezable::warming(dir.path().to_path_buf()));
+        seats[0].begin(Role::Extra, false);
+        seats[0].attach(sample.clone());
+        sample.freeze();
+        assert!(sample.is_frozen());
+        // As if frozen for longer than the budget, with no governor step in between.
+        sample.clock.lock().unwrap().since = Some(Instant::now() - FREEZE_BUDGET * 2);
+        assert_eq!(sample.frozen_for(), FREEZE_BUDGET, "the credit is capped");
+        govern(&seats, 2);
+        assert!(!sample.is_frozen(), "thawed once its budget is spent");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("freezer.state")).unwrap(),
+            "THAWED"
+        );
+        sample.freeze();
+        assert!(!sample.is_frozen(), "never frozen again");
+        assert_eq!(sample.frozen_for(), FREEZE_BUDGET);
     }
 
     #[test]

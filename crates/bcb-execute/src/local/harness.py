@@ -13,7 +13,7 @@
 #
 # Wire protocol (Rust side: src/local/wire.rs; change both together):
 #   fd 3, in:  {isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
-#               tmpfs_mb}, env, preload, cgroups, workroot, one_shot}   -- once, first
+#               tmpfs_mb, freeze_budget_secs}, env, preload, cgroups, workroot, one_shot} -- once
 #              {key, code, test, time_limit, script?}                   -- one per job
 #                 script: {stdin, files: {path: base64}, fetch_files, memory_mb?} runs `code`
 #                 as a program (run_script) instead of a unittest suite; its report is
@@ -21,7 +21,8 @@
 #              {op: "exit"}
 #              {op: "freeze" | "thaw", key}     -- while job `key` runs: stop / resume the sample
 #                 (its freezer cgroup, `freezer` in the config); frozen time extends both
-#                 the in-sample alarm and the supervisor's deadline (ignored between jobs)
+#                 the in-sample alarm and the supervisor's deadline (ignored between jobs),
+#                 by at most limits.freeze_budget_secs with credits: then it is thawed here
 #              {op: "credit", key, secs}        -- job `key` waited `secs` for a core at the
 #                 lowest CPU weight (an extra sample): its deadlines move as by frozen time
 #   fd 4, out: {event: "ready", pid, preload_secs, preload_failed, forked}
@@ -688,7 +689,13 @@ class Guard:
         # upstream prints these messages; stdout is swallowed at that point
         print(text)
 
-    def install_safe_environment(self):
+    def install_safe_environment(self, own_pidns=False):
+        """Upstream's kill guard, as it is, except in a PID namespace of the sample's own:
+        there every process it can name is its own (the supervisor and the host are outside),
+        so its kills go through. Upstream refuses a kill of any process the sample did not
+        start through `subprocess`, so `multiprocessing.Pool.terminate()` cannot signal its
+        workers, and a worker left waiting on the pool's queue lock is joined forever
+        (BigCodeBench/205 and /363 hang at random, more often on a busy machine)."""
         import subprocess
 
         g = self
@@ -707,7 +714,7 @@ class Guard:
         def safe_kill(pid, sig):
             try:
                 os.getpgid(pid)
-                if pid == me or pid in g.child_pids:
+                if own_pidns or pid == me or pid in g.child_pids:
                     orig_kill(pid, sig)
                 else:
                     g.say("Prevented attempt to kill PID %s with signal %s" % (pid, sig))
@@ -715,7 +722,7 @@ class Guard:
                 pass
 
         def safe_killpg(pgid, sig):
-            if pgid == my_pgid or pgid in {os.getpgid(p) for p in g.child_pids}:
+            if own_pidns or pgid == my_pgid or pgid in {os.getpgid(p) for p in g.child_pids}:
                 orig_killpg(pgid, sig)
             else:
                 g.say("Prevented attempt to kill PGID %s with signal %s" % (pgid, sig))
@@ -1462,7 +1469,7 @@ def run_sample(job, cfg, base, emit=None):
     result = {"status": None, "details": {}, "test_secs": None, "ran": [], "skipped": 0, "integrity": None}
     details = result["details"]
 
-    guard.install_safe_environment()
+    guard.install_safe_environment(own_pidns=bool(cfg["isolation"].get("pidns")))
     workdir = tempfile.mkdtemp(dir=base)
     os.chdir(workdir)
 
@@ -2041,10 +2048,13 @@ def cgroup_oom_kills(cfg):
 
 class Freezer:
     """The sample's freezer cgroup (v1 `freezer.state`), driven by the orchestrator's ops,
-    and the time it has spent frozen."""
+    and the time it has spent frozen or credited: at most `budget` seconds, after which the
+    sample is thawed here and never frozen or credited again, whatever the orchestrator
+    does (its deadlines so move by at most the budget)."""
 
-    def __init__(self, path):
+    def __init__(self, path, budget):
         self.path, self.total, self.since = path, 0.0, None
+        self.budget = budget
         # Set once the verdict is out: the orchestrator no longer tracks the sample, so nothing
         # would thaw it; its exit must not wait on a late freeze.
         self.done = False
@@ -2065,7 +2075,7 @@ class Freezer:
             op = msg.get("op") if msg.get("key") == key else None
         except (ValueError, AttributeError):
             return
-        if op == "freeze" and self.path and self.since is None and not self.done:
+        if op == "freeze" and self.path and self.since is None and not self.done and self.total < self.budget:
             self.since = time.time()
             self.write("FROZEN")
         elif op == "thaw":
@@ -2074,19 +2084,28 @@ class Freezer:
             # Time it waited for a core at the lowest CPU weight: counted as frozen time.
             secs = msg.get("secs")
             if isinstance(secs, (int, float)) and 0 < secs <= 10:
-                self.total += secs
+                self.total = min(self.total + secs, self.budget)
                 if self.since is None:
                     frozen_clock_write(self.total)
 
     def thaw(self):
         if self.since is not None:
-            self.total += time.time() - self.since
+            self.total = min(self.total + time.time() - self.since, self.budget)
             self.since = None
             frozen_clock_write(self.total)  # before it runs again: its alarm reads this
             self.write("THAWED")
 
+    def expire(self):
+        """Thaws the sample once it has been held for its whole budget."""
+        if self.since is not None and self.frozen_secs() >= self.budget:
+            self.thaw()
+
+    def until_spent(self):
+        """Seconds until a frozen sample's budget runs out (None while it runs)."""
+        return None if self.since is None else max(self.budget - self.frozen_secs(), 0.0)
+
     def frozen_secs(self):
-        return self.total + (time.time() - self.since if self.since is not None else 0.0)
+        return min(self.total + (time.time() - self.since if self.since is not None else 0.0), self.budget)
 
 
 class Forked:
@@ -2133,7 +2152,7 @@ def run_job(job, cfg, forked, reader, received):
     def mark(name):
         stages[name] = time.monotonic() - received
 
-    freezer = Freezer(cfg.get("freezer"))
+    freezer = Freezer(cfg.get("freezer"), float(cfg["limits"].get("freeze_budget_secs", 60.0)))
 
     script = job.get("script") is not None
     expected = None if script else expected_tests(job["test"])
@@ -2177,7 +2196,8 @@ def run_job(job, cfg, forked, reader, received):
     os.set_blocking(rfd, False)
     while True:
         # Frozen time does not count (and a frozen sample is never killed: its deadline
-        # moves with the clock until it is thawed).
+        # moves with the clock until it is thawed, or until its budget is spent).
+        freezer.expire()
         left = deadline + freezer.frozen_secs() - time.time()
         if left <= 0 and not killed:
             try:
@@ -2186,7 +2206,11 @@ def run_job(job, cfg, forked, reader, received):
                 pass
             killed = True
         watch = ([] if eof else [rfd]) + [pidfd] + ([] if reader.eof else [CTRL_IN])
-        ready, writable, _ = select.select(watch, [job_w] if job_w is not None else [], [], max(left, 0.05) if not killed else 1.0)
+        wait = max(left, 0.05) if not killed else 1.0
+        spent_in = freezer.until_spent()
+        if spent_in is not None:
+            wait = min(wait, max(spent_in, 0.05))  # wake to thaw it when its budget runs out
+        ready, writable, _ = select.select(watch, [job_w] if job_w is not None else [], [], wait)
         if writable:
             try:
                 job_out = job_out[os.write(job_w, job_out[: 1 << 16]) :]

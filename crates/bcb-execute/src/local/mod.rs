@@ -16,6 +16,7 @@ mod zygote;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
+pub(crate) use sandbox::teardown;
 pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection};
 pub use schedule::default_max_in_flight;
 pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};

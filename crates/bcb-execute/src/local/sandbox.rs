@@ -457,6 +457,15 @@ pub fn host_isolation() -> Isolation {
             {
                 sweep_stale_cgroups(root);
             }
+            // The cpu groups are made in our own cpu cgroup, not the root (`SlotCgroups`).
+            if let Some(own) = iso
+                .cgroup_cpu
+                .as_ref()
+                .map(|root| own_cgroup(root, "cpu"))
+                .filter(|own| Some(own) != iso.cgroup_cpu.as_ref())
+            {
+                sweep_stale_cgroups(&own);
+            }
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
         }
@@ -539,6 +548,26 @@ fn remove_cgroup(dir: &Path) {
     }
 }
 
+/// The cgroup folders of this process's live [`SlotCgroups`], for [`teardown`].
+static LIVE_CGROUPS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Thaws, kills and removes every cgroup this process made and still holds (an interrupt:
+/// `crate::stop::request`). Freezers first: a frozen member takes no signal.
+pub(crate) fn teardown() {
+    let dirs = LIVE_CGROUPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    for dir in &dirs {
+        if dir.join("freezer.state").exists() {
+            thaw_cgroup(dir);
+        }
+    }
+    for dir in &dirs {
+        remove_cgroup(dir);
+    }
+}
+
 /// Thaws a v1 freezer cgroup (a frozen process takes no signal, not even SIGKILL).
 pub(crate) fn thaw_cgroup(dir: &Path) {
     let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
@@ -589,6 +618,10 @@ impl SlotCgroups {
                 cpu = Some(dir);
             }
         }
+        LIVE_CGROUPS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend(dirs.iter().cloned());
         SlotCgroups { dirs, freezer, cpu }
     }
 }
@@ -602,6 +635,10 @@ impl Drop for SlotCgroups {
             // Empty by now (the harness kills every member); retry briefly for exiting tasks.
             remove_cgroup(dir);
         }
+        LIVE_CGROUPS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .retain(|d| !self.dirs.contains(d));
     }
 }
 

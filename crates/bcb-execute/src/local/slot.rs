@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::freeze::{Freezable, Seat};
+use super::freeze::{Freezable, Seat, FREEZE_BUDGET};
 use super::sandbox::{thaw_cgroup, Isolation};
 use super::schedule::note_spawner;
 use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
@@ -391,6 +391,7 @@ impl Slot {
                 } else {
                     1024
                 },
+                freeze_budget_secs: FREEZE_BUDGET.as_secs_f64(),
             },
             env: spec
                 .env

@@ -38,6 +38,9 @@ pub(crate) struct WireLimits<'a> {
     pub memory_rlimit_mb: Option<u64>,
     /// Size of the private tmpfs each sample gets as cwd and /tmp.
     pub tmpfs_mb: u64,
+    /// Most seconds a sample's deadlines move for time frozen or credited
+    /// (`freeze::FREEZE_BUDGET`): the supervisor thaws it once spent.
+    pub freeze_budget_secs: f64,
 }
 
 /// One sample to run.

@@ -1,0 +1,185 @@
+//! An interrupted `bcb evaluate` leaves nothing behind: SIGTERM and Ctrl-C (SIGINT) thaw,
+//! kill and remove every sample and cgroup the run made, even a sample frozen at that moment
+//! (a frozen process takes no signal, not even SIGKILL); after SIGKILL, which no handler sees,
+//! the next bcb start does the same. Before, SIGTERM ended bcb and left the frozen sample and
+//! every `bcb-<pid>-*` cgroup folder, until someone thawed them by hand.
+
+mod evalkit;
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+/// The v1 hierarchies bcb makes slot cgroups in (the cpu ones nest in our own cpu cgroup,
+/// which for a test run as root is the root or a folder under it: both are walked).
+fn cgroups_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("bcb-{pid}-");
+    let mut found = Vec::new();
+    let mut stack: Vec<PathBuf> = ["freezer", "memory", "pids", "cpu"]
+        .iter()
+        .map(|c| PathBuf::from("/sys/fs/cgroup").join(c))
+        .collect();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if !path.is_dir() {
+                continue;
+            }
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                found.push(path);
+            } else if path.components().count() < 8 {
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie counts as gone: it holds nothing and runs nothing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Starts `bcb evaluate` on one sample that sleeps for an hour, waits until it runs in the
+/// worker's freezer cgroup, and freezes it there (as the governor would an extra sample).
+/// Returns bcb, its freezer folder and the pids frozen in it.
+fn start_and_freeze(env: &evalkit::Env, name: &str) -> Option<(Child, PathBuf, Vec<i32>)> {
+    let samples = env.path(&format!("{name}.jsonl"));
+    evalkit::write_jsonl(
+        &samples,
+        &[json!({
+            "task_id": "BigCodeBench/0",
+            "solution": "import time\ndef task_func(*args, **kwargs):\n    time.sleep(3600)\n",
+        })],
+    );
+    let child = env
+        .bcb()
+        .args(["evaluate", "--split", "complete", "--subset", "full"])
+        .args(["--ids", "0", "--no-gt", "--parallel", "1", "--samples"])
+        .arg(&samples)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let freezer = PathBuf::from(format!("/sys/fs/cgroup/freezer/bcb-{}-w0", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // The sample runs once its process has been in the cgroup for a while (the slot forks
+    // the next sample's process ahead, so a member alone does not say the job started).
+    let mut seen_since: Option<Instant> = None;
+    loop {
+        let procs = std::fs::read_to_string(freezer.join("cgroup.procs")).unwrap_or_default();
+        if procs.trim().is_empty() {
+            seen_since = None;
+        } else if seen_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(3) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the sample never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(freezer.join("freezer.state"), "FROZEN").unwrap();
+    let pids: Vec<i32> = std::fs::read_to_string(freezer.join("cgroup.procs"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert!(!pids.is_empty());
+    Some((child, freezer, pids))
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// Thaws and kills what a failed assertion would leave behind (this test's own mess only).
+struct Cleanup(Vec<PathBuf>, Vec<i32>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for dir in &self.0 {
+            let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+        }
+        for &pid in &self.1 {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+fn needs_root_and_freezer() -> bool {
+    let ok = unsafe { libc::geteuid() } == 0
+        && std::path::Path::new("/sys/fs/cgroup/freezer/cgroup.procs").exists();
+    if !ok {
+        eprintln!("skipped: needs root and a cgroup v1 freezer");
+    }
+    ok
+}
+
+#[test]
+fn sigterm_and_ctrl_c_thaw_kill_and_remove_every_sample_and_cgroup() {
+    let Some(env) = evalkit::env() else { return };
+    if !needs_root_and_freezer() {
+        return;
+    }
+    for (signal, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
+        let (mut bcb, freezer, pids) = start_and_freeze(&env, name).unwrap();
+        let _cleanup = Cleanup(vec![freezer.clone()], pids.clone());
+        let bcb_pid = bcb.id();
+        unsafe { libc::kill(bcb_pid as i32, signal) };
+        let status = wait_exit(&mut bcb, Duration::from_secs(30));
+        assert!(status.is_some(), "{name}: bcb did not end");
+        assert_eq!(status.unwrap().code(), Some(130), "{name}: exit code");
+        // The sample and everything of the run are gone at once, not at some later start.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left: Vec<_> = pids.iter().filter(|&&p| alive(p)).collect();
+        assert!(left.is_empty(), "{name}: sample processes left: {left:?}");
+        assert_eq!(
+            cgroups_of(bcb_pid),
+            Vec::<PathBuf>::new(),
+            "{name}: cgroups left"
+        );
+    }
+}
+
+#[test]
+fn after_sigkill_the_next_bcb_start_thaws_kills_and_removes_what_was_left() {
+    let Some(env) = evalkit::env() else { return };
+    if !needs_root_and_freezer() {
+        return;
+    }
+    let (mut bcb, freezer, pids) = start_and_freeze(&env, "kill").unwrap();
+    let _cleanup = Cleanup(vec![freezer.clone()], pids.clone());
+    let bcb_pid = bcb.id();
+    bcb.kill().unwrap(); // SIGKILL: no handler runs
+    bcb.wait().unwrap();
+    assert!(
+        pids.iter().any(|&p| alive(p)),
+        "the frozen sample outlives a bcb killed with SIGKILL"
+    );
+    assert!(!cgroups_of(bcb_pid).is_empty());
+    // Any command that probes the sandbox sweeps on start.
+    env.run(&["env", "check"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<_> = pids.iter().filter(|&&p| alive(p)).collect();
+    assert!(left.is_empty(), "sample processes left: {left:?}");
+    assert_eq!(cgroups_of(bcb_pid), Vec::<PathBuf>::new(), "cgroups left");
+}
