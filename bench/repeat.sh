@@ -9,7 +9,8 @@
 # usage: bench/repeat.sh [K=3] [P=2] [parallel=nproc]
 # env:   LOAD=eval (default: a `bcb evaluate --check-gt-only --subset hard` loop beside the
 #        runs), cpu (one busy loop per core) or none; IDS=1,2,3 (a slice instead of every
-#        task); ORIGINAL_REPEATS=3 (0: skip the original); BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
+#        task); ORIGINAL_REPEATS=3 (0: skip the original); BCB_BIN (default: this checkout's
+#        release build); BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
 set -euo pipefail
 k=${1:-3}
 passes=${2:-2}
@@ -21,8 +22,11 @@ samples_dir=${BCB_REAL_SAMPLES_DIR:-$here/../shared/real-samples}
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-census.XXXXXX)}
 mkdir -p "$out"
 echo "$parallel" >"$out/cores"
-(cd "$here" && cargo build -q --release --bin bcb)
-bcb=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+if [ -z "${BCB_BIN:-}" ]; then
+    (cd "$here" && cargo build -q --release --bin bcb)
+    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
+fi
+bcb=$BCB_BIN
 BCB_PYTHON=${BCB_PYTHON:-$("$bcb" env setup | tail -n 1)}
 export BCB_PYTHON
 ids=()

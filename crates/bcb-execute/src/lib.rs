@@ -31,7 +31,7 @@ pub use intake::{JobSource, OnServed, Peek, Ticket};
 pub use job::{program_digest, Job, JobId, JobKind, Limits, Program, ScriptInput};
 pub use local::{
     default_max_in_flight, host_isolation, landlock_abi, Isolation, PoolExecutor, ProcessExecutor,
-    Protection,
+    Protection, ProtectionKind,
 };
 pub use spec::{ExecutorSpec, LocalKind, Runtime};
 pub use verdict::{Details, Outcome, Remark, ScriptEnd, ScriptRun, Status, ALL};
@@ -108,6 +108,11 @@ pub fn executor_with(
         LocalKind::Process => Box::new(ProcessExecutor::with_isolation(cfg, iso)?),
         LocalKind::Pool => Box::new(PoolExecutor::with_isolation(cfg, iso)?),
     })
+}
+
+/// The verdict cache's sandbox key on this host with `cfg` ([`Isolation::cache_key`]).
+pub fn sandbox_key(cfg: &ExecConfig) -> String {
+    host_isolation().cache_key(cfg)
 }
 
 /// The protections samples would get on this host with `cfg`, one line each.

@@ -217,10 +217,14 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             "sandbox       {active} of {} protections active",
             protections.len()
         );
-        let width = protections.iter().map(|p| p.name.len()).max().unwrap_or(0);
+        let width = protections
+            .iter()
+            .map(|p| p.kind.name().len())
+            .max()
+            .unwrap_or(0);
         for p in &protections {
             let mark = if p.active { "on " } else { "off" };
-            println!("  {mark} {:width$}  {}", p.name, p.detail);
+            println!("  {mark} {:width$}  {}", p.kind.name(), p.detail);
         }
     }
     Ok(if failed.is_empty() {

@@ -154,8 +154,10 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     let runtime = spec.runtime(args.python.as_deref())?;
     let settings = args.settings(calibrated, &runtime.key);
+    let exec_config = args.exec_config(runtime.python, &settings);
+    let sandbox_key = bcb_execute::sandbox_key(&exec_config);
     let executor = spec
-        .build(args.exec_config(runtime.python, &settings))
+        .build(exec_config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
     let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
@@ -166,7 +168,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             VerdictCache::open(
                 &bcb_dataset::cache_dir(),
                 &settings,
-                &executor.protections().join(","),
+                &sandbox_key,
                 args.cache_max_mb.saturating_mul(1024 * 1024),
             )
         });

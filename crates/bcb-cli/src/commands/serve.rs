@@ -193,22 +193,24 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
     let settings = args.settings(&python);
     let ds = Arc::new(state.catalog.dataset().clone());
     let spec = ExecutorSpec::Local(args.executor);
+    let exec_config = ExecConfig {
+        python,
+        parallel: args.parallel(),
+        max_in_flight: args.max_in_flight(),
+        limits: settings.limits.clone(),
+        hacks: settings.hacks,
+    };
+    let sandbox_key = bcb_execute::sandbox_key(&exec_config);
     let executor: Arc<dyn bcb_execute::Executor> = Arc::from(
-        spec.build(ExecConfig {
-            python,
-            parallel: args.parallel(),
-            max_in_flight: args.max_in_flight(),
-            limits: settings.limits.clone(),
-            hacks: settings.hacks,
-        })
-        .with_context(|| format!("cannot start the {spec} executor"))?,
+        spec.build(exec_config)
+            .with_context(|| format!("cannot start the {spec} executor"))?,
     );
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
     let cache = (!args.no_cache).then(|| {
         Arc::new(VerdictCache::open(
             &bcb_dataset::cache_dir(),
             &settings,
-            &executor.protections().join(","),
+            &sandbox_key,
             args.cache_max_mb.saturating_mul(1024 * 1024),
         ))
     });

@@ -121,13 +121,70 @@ impl Isolation {
     }
 }
 
+/// A protection of the sandbox, by kind: what the verdict cache's key is made of (never the
+/// wording of its description, which may change freely).
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtectionKind {
+    UnprivilegedSample,
+    UserNamespace,
+    PidNamespace,
+    FilesystemAllowList,
+    ContainerProcSys,
+    MinimalDev,
+    NetworkNamespace,
+    IpcUtsNamespaces,
+    MemoryCgroup,
+    PidsCgroup,
+    CapabilitiesDropped,
+    Landlock,
+    SeccompNetwork,
+    NoNewPrivs,
+    DescriptorHygiene,
+    ReportChannel,
+    IntegrityChecks,
+    EnvironmentAllowList,
+}
+
+impl ProtectionKind {
+    /// Its name in `bcb env check`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtectionKind::UnprivilegedSample => "unprivileged sample",
+            ProtectionKind::UserNamespace => "user namespace",
+            ProtectionKind::PidNamespace => "PID namespace per sample",
+            ProtectionKind::FilesystemAllowList => "filesystem allow-list (mount namespace)",
+            ProtectionKind::ContainerProcSys => "container /proc and /sys",
+            ProtectionKind::MinimalDev => "minimal /dev",
+            ProtectionKind::NetworkNamespace => "network namespace",
+            ProtectionKind::IpcUtsNamespaces => "IPC and UTS namespaces",
+            ProtectionKind::MemoryCgroup => "memory cgroup",
+            ProtectionKind::PidsCgroup => "pids cgroup",
+            ProtectionKind::CapabilitiesDropped => "capabilities dropped",
+            ProtectionKind::Landlock => "Landlock",
+            ProtectionKind::SeccompNetwork => "seccomp network filter",
+            ProtectionKind::NoNewPrivs => "no_new_privs",
+            ProtectionKind::DescriptorHygiene => "descriptor hygiene",
+            ProtectionKind::ReportChannel => "report channel",
+            ProtectionKind::IntegrityChecks => "integrity checks",
+            ProtectionKind::EnvironmentAllowList => "environment allow-list",
+        }
+    }
+}
+
 /// One protection of the sandbox, in force or not, and what stands in for it when not.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Protection {
-    pub name: &'static str,
+    /// Serialized as its name (`bcb env check --json`).
+    #[serde(rename = "name", serialize_with = "kind_name")]
+    pub kind: ProtectionKind,
     pub active: bool,
     /// What it does here, or the fallback in force when it is not active.
     pub detail: String,
+}
+
+fn kind_name<S: serde::Serializer>(kind: &ProtectionKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.name())
 }
 
 /// Whether uid 65534 could reach `path` (every ancestor searchable by others).
@@ -149,19 +206,36 @@ impl Isolation {
         self
     }
 
+    /// What a verdict may depend on in this sandbox, for the verdict cache's key: a version
+    /// and the kinds of protection in force (a sandbox that allows more may give another
+    /// verdict; rewording a description changes nothing).
+    pub fn cache_key(&self, cfg: &ExecConfig) -> String {
+        let active: Vec<String> = self
+            .protections(cfg)
+            .iter()
+            .filter(|p| p.active)
+            .map(|p| {
+                serde_json::to_string(&p.kind)
+                    .unwrap_or_default()
+                    .replace('"', "")
+            })
+            .collect();
+        format!("sandbox-v1:{}", active.join(","))
+    }
+
     /// Every protection, active or not, with the fallback named (`bcb env check`).
     pub fn protections(&self, cfg: &ExecConfig) -> Vec<Protection> {
         let iso = self.clone().for_python(&cfg.python);
         let root = unsafe { libc::geteuid() } == 0;
         let l = &cfg.limits;
-        let p = |name, active, detail: &str| Protection {
-            name,
+        let p = |kind, active, detail: &str| Protection {
+            kind,
             active,
             detail: detail.to_string(),
         };
         let mut out = vec![
             p(
-                "unprivileged sample",
+                ProtectionKind::UnprivilegedSample,
                 iso.uid_switch || iso.userns || !root,
                 if iso.uid_switch {
                     "host root: the sample runs as uid/gid 65534"
@@ -174,7 +248,7 @@ impl Isolation {
                 },
             ),
             p(
-                "user namespace",
+                ProtectionKind::UserNamespace,
                 iso.userns,
                 if iso.userns {
                     "the slot maps itself to the invoking user"
@@ -187,7 +261,7 @@ impl Isolation {
                 },
             ),
             p(
-                "PID namespace per sample",
+                ProtectionKind::PidNamespace,
                 iso.pidns,
                 if iso.pidns {
                     "leftover processes die with it; other processes invisible"
@@ -196,7 +270,7 @@ impl Isolation {
                 },
             ),
             p(
-                "filesystem allow-list (mount namespace)",
+                ProtectionKind::FilesystemAllowList,
                 iso.mountns,
                 if iso.mountns {
                     "new root: /usr /bin /sbin /lib*, the Python trees, a filtered /etc, private /tmp; all read-only but /tmp and /dev/shm"
@@ -207,7 +281,7 @@ impl Isolation {
                 },
             ),
             p(
-                "container /proc and /sys",
+                ProtectionKind::ContainerProcSys,
                 iso.mountns,
                 if iso.mountns {
                     "Docker's masked paths (kcore, keys, timer_list, ...) hidden; /proc/sys, sysrq-trigger, irq, bus, fs read-only"
@@ -216,7 +290,7 @@ impl Isolation {
                 },
             ),
             p(
-                "minimal /dev",
+                ProtectionKind::MinimalDev,
                 iso.mountns,
                 if iso.mountns {
                     "null zero full random urandom tty, private shm and pts"
@@ -225,7 +299,7 @@ impl Isolation {
                 },
             ),
             p(
-                "network namespace",
+                ProtectionKind::NetworkNamespace,
                 iso.netns,
                 if iso.netns {
                     "loopback only"
@@ -236,7 +310,7 @@ impl Isolation {
                 },
             ),
             p(
-                "IPC and UTS namespaces",
+                ProtectionKind::IpcUtsNamespaces,
                 iso.ipcns && iso.utsns,
                 if iso.ipcns {
                     "private SysV IPC, hostname `sandbox`"
@@ -247,7 +321,7 @@ impl Isolation {
         ];
         let mem = iso.cgroup_memory.is_some() && l.memory_mb > 0;
         out.push(Protection {
-            name: "memory cgroup",
+            kind: ProtectionKind::MemoryCgroup,
             active: mem,
             detail: if mem {
                 format!("{} MB per sample", l.memory_mb)
@@ -257,7 +331,7 @@ impl Isolation {
         });
         let pids = iso.cgroup_pids.is_some() && l.max_processes > 0;
         out.push(Protection {
-            name: "pids cgroup",
+            kind: ProtectionKind::PidsCgroup,
             active: pids,
             detail: if pids {
                 format!("{} processes per sample", l.max_processes)
@@ -266,7 +340,7 @@ impl Isolation {
             },
         });
         out.push(p(
-            "capabilities dropped",
+            ProtectionKind::CapabilitiesDropped,
             iso.dropcaps || !root,
             if iso.dropcaps {
                 "bounding, effective, permitted and inheritable sets emptied"
@@ -276,32 +350,36 @@ impl Isolation {
         ));
         if !iso.mountns {
             out.push(Protection {
-                name: "Landlock",
+                kind: ProtectionKind::Landlock,
                 active: iso.landlock,
                 detail: format!("ABI {}", landlock_abi().max(0)),
             });
         }
         if !iso.netns {
-            out.push(p("seccomp network filter", iso.seccomp_net, "AF_UNIX only"));
+            out.push(p(
+                ProtectionKind::SeccompNetwork,
+                iso.seccomp_net,
+                "AF_UNIX only",
+            ));
         }
-        out.push(p("no_new_privs", true, "no setuid gains"));
+        out.push(p(ProtectionKind::NoNewPrivs, true, "no setuid gains"));
         out.push(p(
-            "descriptor hygiene",
+                ProtectionKind::DescriptorHygiene,
             true,
             "the slot marks every inherited fd close-on-exec; the sample holds only 0-2 and its report pipes",
         ));
         out.push(p(
-            "report channel",
+                ProtectionKind::ReportChannel,
             true,
             "nonce written by the supervisor after the fork, read only after the tests; report and key pipes at random fds",
         ));
         out.push(p(
-            "integrity checks",
+                ProtectionKind::IntegrityChecks,
             true,
             "unittest, the harness's functions, builtins hooks, TestCases provenance, the result recorder",
         ));
         out.push(p(
-            "environment allow-list",
+            ProtectionKind::EnvironmentAllowList,
             true,
             "no parent variables but locale and TERM",
         ));
@@ -665,6 +743,25 @@ mod tests {
         }
     }
 
+    /// The verdict cache's key names kinds of protection in force, never their wording: a
+    /// description that changes with a limit (or is reworded) keeps the key; a sandbox with
+    /// fewer protections gets another.
+    #[test]
+    fn the_cache_key_is_made_of_protection_kinds() {
+        let iso = host_isolation();
+        let mut bigger = cfg();
+        bigger.limits.memory_mb += 512;
+        assert_eq!(iso.cache_key(&cfg()), iso.cache_key(&bigger));
+        assert!(iso.cache_key(&cfg()).starts_with("sandbox-v1:"));
+        assert!(iso.cache_key(&cfg()).contains("no-new-privs"));
+        let mut fewer = iso.clone();
+        fewer.netns = false;
+        fewer.seccomp_net = false;
+        if iso.netns || iso.seccomp_net {
+            assert_ne!(iso.cache_key(&cfg()), fewer.cache_key(&cfg()));
+        }
+    }
+
     /// A frozen sample left by a bcb killed with SIGKILL is thawed, killed and its cgroup
     /// removed by the next bcb's sweep; a live owner's cgroup is left alone.
     #[test]
@@ -714,22 +811,25 @@ mod tests {
             ..Isolation::default()
         };
         let list = iso.protections(&cfg());
-        for name in [
-            "PID namespace per sample",
-            "filesystem allow-list (mount namespace)",
-            "network namespace",
-            "memory cgroup",
-            "pids cgroup",
+        let of = |kind| {
+            list.iter()
+                .find(|p| p.kind == kind)
+                .unwrap_or_else(|| panic!("{kind:?}"))
+        };
+        for kind in [
+            ProtectionKind::PidNamespace,
+            ProtectionKind::FilesystemAllowList,
+            ProtectionKind::NetworkNamespace,
+            ProtectionKind::MemoryCgroup,
+            ProtectionKind::PidsCgroup,
         ] {
-            let p = list.iter().find(|p| p.name == name).expect(name);
-            assert!(!p.active, "{name}");
-            assert!(p.detail.starts_with("fallback: "), "{name}: {}", p.detail);
+            let p = of(kind);
+            assert!(!p.active, "{kind:?}");
+            assert!(p.detail.starts_with("fallback: "), "{kind:?}: {}", p.detail);
         }
-        let landlock = list
-            .iter()
-            .find(|p| p.name == "filesystem allow-list (mount namespace)");
-        assert!(landlock.unwrap().detail.contains("Landlock"));
-        let net = list.iter().find(|p| p.name == "network namespace").unwrap();
+        let landlock = of(ProtectionKind::FilesystemAllowList);
+        assert!(landlock.detail.contains("Landlock"));
+        let net = of(ProtectionKind::NetworkNamespace);
         assert!(net.detail.contains("seccomp"));
     }
 
@@ -746,17 +846,17 @@ mod tests {
             ..Isolation::default()
         };
         let list = iso.protections(&cfg());
-        for name in [
-            "unprivileged sample",
-            "PID namespace per sample",
-            "filesystem allow-list (mount namespace)",
-            "container /proc and /sys",
-            "minimal /dev",
-            "network namespace",
-            "descriptor hygiene",
-            "report channel",
+        for kind in [
+            ProtectionKind::UnprivilegedSample,
+            ProtectionKind::PidNamespace,
+            ProtectionKind::FilesystemAllowList,
+            ProtectionKind::ContainerProcSys,
+            ProtectionKind::MinimalDev,
+            ProtectionKind::NetworkNamespace,
+            ProtectionKind::DescriptorHygiene,
+            ProtectionKind::ReportChannel,
         ] {
-            assert!(list.iter().any(|p| p.name == name && p.active), "{name}");
+            assert!(list.iter().any(|p| p.kind == kind && p.active), "{kind:?}");
         }
     }
 }

@@ -37,6 +37,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::freeze::{govern, promote_oldest, thaw_oldest, Role, Seat};
+use super::procfs::{cpu_jiffies, mem_available_mb, thread_state};
 use crate::intake::{JobSource, OnServed, Peek};
 use crate::job::SLEEPER_CPU_SHARE;
 use crate::{ExecError, Job, Outcome, Status};
@@ -155,32 +156,6 @@ pub(crate) fn promote_task(queue: &mut VecDeque<Job>, task: &str) -> usize {
     crate::intake::promote_task(queue, task, Job::task_id)
 }
 
-/// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
-fn cpu_jiffies() -> Option<(u64, u64, usize)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let mut lines = stat.lines();
-    let v: Vec<u64> = lines
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let cpus = lines
-        .take_while(|l| l.starts_with("cpu"))
-        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .count();
-    let total: u64 = v.iter().sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    Some((total - idle, total, cpus.max(1)))
-}
-
-fn mem_available_mb() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024)
-}
-
 /// Threads of this process that started a slot ([`note_spawner`]), beside the main thread.
 /// `/proc` lists a child under the thread that forked it (and a child of a thread that exits
 /// under the main thread), so the demand walk starts from these rather than from every thread
@@ -229,11 +204,7 @@ fn our_demand() -> Option<usize> {
                 );
             }
             let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-            // state is the first field after the command's closing parenthesis
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next());
-            runnable += usize::from(state == Some('R'));
+            runnable += usize::from(thread_state(&stat) == Some('R'));
         }
     }
     Some(runnable)

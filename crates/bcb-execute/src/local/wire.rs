@@ -1,6 +1,6 @@
 //! The protocol between a slot (Rust) and its harness process (`harness.py`), as serde types.
 //! Control pipe (fd 3, JSON lines to the harness): one [`SlotConfig`], then [`JobRequest`]s or
-//! [`Control::Exit`] (and, from the governor, freeze/thaw ops). Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
+//! [`Control`] ops (exit, and the governor's freeze, thaw and credit). Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
 //! `harness.py`'s header lists the same fields; change both together.
 
 use std::collections::BTreeMap;
@@ -85,13 +85,30 @@ impl<'a> WireScript<'a> {
     }
 }
 
-#[derive(Serialize)]
+/// The ops on the control pipe besides config and jobs. Job `key`'s ops are ignored by the
+/// supervisor once another job runs (a late freeze never reaches the next sample).
+#[derive(Debug, Serialize, PartialEq)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub(crate) enum Control {
+    /// The slot is done: discard the process forked ahead and exit.
     Exit,
+    /// Stop the sample (its freezer cgroup); frozen time extends its deadlines (at most
+    /// `freeze_budget_secs` with credits).
+    Freeze { key: u64 },
+    /// Resume it.
+    Thaw { key: u64 },
+    /// It waited `secs` for a core at the lowest CPU weight: its deadlines move by that.
+    Credit { key: u64, secs: f64 },
 }
-// While job `key` runs, the governor (`freeze.rs`) also writes `{"op":"freeze"|"thaw","key":K}`
-// lines: stop or resume the sample (its freezer cgroup); frozen time extends its deadlines.
+
+impl Control {
+    /// One JSON line: a single short write, atomic on a pipe whoever else writes to it.
+    pub fn line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("a control op serializes");
+        line.push('\n');
+        line
+    }
+}
 
 /// What the harness says on fd 4.
 #[derive(Debug, Deserialize)]
@@ -194,5 +211,28 @@ impl Report {
                 .map(str::to_string),
             harness_error: o.get("harness_error").filter(|v| !v.is_null()).map(text),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Control;
+
+    /// The lines `harness.py` reads (`Freezer.op`, the main loop's exit).
+    #[test]
+    fn control_ops_are_the_lines_the_harness_reads() {
+        assert_eq!(Control::Exit.line(), "{\"op\":\"exit\"}\n");
+        assert_eq!(
+            Control::Freeze { key: 3 }.line(),
+            "{\"op\":\"freeze\",\"key\":3}\n"
+        );
+        assert_eq!(
+            Control::Thaw { key: 3 }.line(),
+            "{\"op\":\"thaw\",\"key\":3}\n"
+        );
+        assert_eq!(
+            Control::Credit { key: 3, secs: 0.25 }.line(),
+            "{\"op\":\"credit\",\"key\":3,\"secs\":0.25}\n"
+        );
     }
 }

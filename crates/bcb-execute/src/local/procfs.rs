@@ -1,0 +1,168 @@
+//! What the scheduler reads from `/proc`: threads' run and wait times, processes' CPU ticks,
+//! the machine's busy jiffies and available memory. Readers only; every decision is elsewhere.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Each thread's time on a CPU and time waiting for one (ns), by thread id.
+pub(crate) type ThreadTimes = HashMap<u32, (u64, u64)>;
+
+/// A task's state letter (`R`, `S`, `D`, `Z`, ...), the first field after the command's
+/// closing parenthesis in a `/proc/PID/stat` line.
+pub(crate) fn thread_state(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Each thread of the sample's cgroup (the sample and everything it started) with the
+/// time it has spent on a CPU and waiting for one (`/proc/TID/schedstat`, ns): integrated
+/// over an interval, what the sample asked of the cores, not a moment's run-queue count
+/// (a thread pool's momentary runnable threads overstate what it uses).
+/// Also how many of the threads are runnable now (on a CPU or waiting for one: the
+/// kernel adds a wait to `schedstat` only once the thread gets its CPU, so a thread
+/// starved at the lowest weight shows there late, and here at once).
+pub(crate) fn thread_times(cgroup: &Path) -> (ThreadTimes, usize) {
+    let Ok(tasks) = std::fs::read_to_string(cgroup.join("tasks")) else {
+        return (ThreadTimes::new(), 0);
+    };
+    let mut runnable = 0;
+    let times = tasks
+        .split_whitespace()
+        .filter_map(|tid| {
+            let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+            let state = stat.rsplit_once(')')?.1.trim_start().chars().next();
+            runnable += usize::from(state == Some('R'));
+            let sched = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
+            Some((tid.parse().ok()?, schedstat_ns(&sched)?))
+        })
+        .collect();
+    (times, runnable)
+}
+
+/// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so
+/// a short-lived child's time stays counted once its parent waited for it.
+pub(crate) fn cgroup_cpu_ticks(cgroup: &Path) -> u64 {
+    let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else {
+        return 0;
+    };
+    procs
+        .split_whitespace()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| process_ticks(&stat))
+        .sum()
+}
+
+/// Time on a CPU and time waiting for one (ns), from a `/proc/TID/schedstat` line.
+pub(crate) fn schedstat_ns(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
+/// utime + stime + cutime + cstime of one `/proc/PID/stat` line (0 if unreadable).
+pub(crate) fn process_ticks(stat: &str) -> u64 {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0;
+    };
+    // after the command: state is field 3, utime..cstime are fields 14..17
+    rest.split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|x| x.parse::<u64>().ok())
+        .sum()
+}
+
+pub(crate) fn clock_ticks_per_sec() -> f64 {
+    // SAFETY: sysconf only reads a constant of the system.
+    match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        t if t > 0 => t as f64,
+        _ => 100.0,
+    }
+}
+
+/// Busy and total jiffies over all CPUs, and the number of CPUs, from /proc/stat.
+pub(crate) fn cpu_jiffies() -> Option<(u64, u64, usize)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let mut lines = stat.lines();
+    let v: Vec<u64> = lines
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let cpus = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total, cpus.max(1)))
+}
+
+pub(crate) fn mem_available_mb() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// What `measure` grows by over half a second for a sleeping and a spinning process,
+    /// each alone in a fake cgroup folder (its pid in `cgroup.procs` and `tasks`).
+    fn asleep_and_spinning(measure: impl Fn(&Path) -> u64) -> (u64, u64) {
+        use std::process::Command;
+        let grown = |pid: u32| {
+            let dir = tempfile::tempdir().unwrap();
+            for file in ["cgroup.procs", "tasks"] {
+                std::fs::write(dir.path().join(file), format!("{pid}\n")).unwrap();
+            }
+            let before = measure(dir.path());
+            std::thread::sleep(Duration::from_millis(500));
+            measure(dir.path()) - before
+        };
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut spinner = Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let seen = (grown(sleeper.id()), grown(spinner.id()));
+        for child in [&mut sleeper, &mut spinner] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        seen
+    }
+
+    #[test]
+    fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
+        let (asleep, spinning) = asleep_and_spinning(cgroup_cpu_ticks);
+        assert_eq!(asleep, 0);
+        assert!(spinning > 0, "a spinning process uses CPU ticks");
+        let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
+        assert_eq!(process_ticks(stat), 127);
+    }
+
+    #[test]
+    fn runnable_time_counts_a_spinning_thread_and_not_a_sleeping_one() {
+        let (asleep, spinning) = asleep_and_spinning(|dir| {
+            thread_times(dir)
+                .0
+                .values()
+                .map(|(run, wait)| run + wait)
+                .sum()
+        });
+        assert!(
+            asleep < 10_000_000,
+            "a sleeper asks for nothing: {asleep} ns"
+        );
+        // on a CPU or waiting for one the whole time, however loaded the machine
+        assert!(
+            spinning > 400_000_000,
+            "a spinner asks for a core: {spinning} ns"
+        );
+        assert_eq!(schedstat_ns("1500 250 7\n"), Some((1500, 250)));
+        assert_eq!(schedstat_ns("garbage"), None);
+    }
+}
