@@ -596,7 +596,10 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     let held = std::time::Instant::now();
     let res = run("PASS").await.unwrap();
     assert_eq!(res.status(), 200);
-    assert!(held.elapsed() >= Duration::from_millis(150), "held for room");
+    assert!(
+        held.elapsed() >= Duration::from_millis(150),
+        "held for room"
+    );
     assert_eq!(slow.await.unwrap().unwrap().status(), 200);
     // Still no room when the hold ends: 504 with Retry-After.
     let slow = tokio::spawn(run("SLEEP 3000 PASS"));
@@ -607,7 +610,9 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     let native = c
         .post(format!("{}/v1/evaluate", s.url))
         .bearer_auth("t0k")
-        .json(&body(serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}])))
+        .json(&body(
+            serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}]),
+        ))
         .send()
         .await
         .unwrap();
