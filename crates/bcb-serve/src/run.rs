@@ -149,7 +149,8 @@ pub async fn start(
 ) -> Result<mpsc::Receiver<Item>, ApiError> {
     let engine = state.engine()?.clone();
     let n = samples.len();
-    let mut admission = Admission::wait(state, n, hold).await?;
+    // A request never waits for room past its own deadline.
+    let mut admission = Admission::wait(state, n, hold.min(deadline)).await?;
     let task_ids: Vec<String> = samples.iter().map(|s| s.task_id.clone()).collect();
     let (answers_tx, mut answers) = mpsc::unbounded_channel();
     let deliver: Deliver = Box::new(move |index, result| {

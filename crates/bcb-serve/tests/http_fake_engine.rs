@@ -656,3 +656,78 @@ fn waiting_requests_hold_no_runtime_thread_so_all_reach_the_engine() {
         s.shutdown().await;
     });
 }
+
+/// Each endpoint answers "retry later" in the status its known clients retry (see
+/// `docs/rl-rewards.md`): verl retries `/run_code` on 504 only, OpenRLHF and the
+/// `sandbox-fusion` client retry any error, bcb's client 429 and 503. A full queue answers
+/// `/v1/evaluate` at once and holds `/openrlhf` and `/submit` for room.
+#[tokio::test]
+async fn each_endpoint_answers_retry_later_in_the_status_its_clients_retry() {
+    let requests = [
+        (
+            "/v1/evaluate",
+            body(serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}])),
+        ),
+        (
+            "/openrlhf",
+            serde_json::json!({"query": ["PASS"], "labels": ["BigCodeBench/1"]}),
+        ),
+        (
+            "/submit",
+            serde_json::json!({"dataset": "bigcodebench", "id": 1, "completion": "PASS", "config": {}}),
+        ),
+        (
+            "/run_code",
+            serde_json::json!({"code": "PASS", "language": "python"}),
+        ),
+    ];
+    let c = reqwest::Client::new();
+    // Starting (not ready yet).
+    let s = start(|_| {}, false).await;
+    for ((path, req), want) in requests.iter().zip([503, 503, 503, 504]) {
+        let res = c
+            .post(format!("{}{path}", s.url))
+            .json(req)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), want, "{path} while starting");
+        assert!(res.headers().get("retry-after").is_some(), "{path}");
+    }
+    s.shutdown().await;
+
+    // A full queue: one slow sample holds the only place.
+    let s = start(
+        |c| {
+            c.queue_limit = 1;
+            c.request_timeout = Duration::from_secs(5);
+        },
+        true,
+    )
+    .await;
+    let slow =
+        body(serde_json::json!([{"task_id": "BigCodeBench/2", "solution": "SLEEP 500 PASS"}]));
+    let slow = tokio::spawn(c.post(format!("{}/v1/evaluate", s.url)).json(&slow).send());
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let (path, req) = &requests[0];
+    let res = c
+        .post(format!("{}{path}", s.url))
+        .json(req)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 429, "{path}: answered at once");
+    let held: Vec<_> = requests[1..3]
+        .iter()
+        .map(|(path, req)| tokio::spawn(c.post(format!("{}{path}", s.url)).json(req).send()))
+        .collect();
+    for (h, (path, _)) in held.into_iter().zip(&requests[1..3]) {
+        assert_eq!(
+            h.await.unwrap().unwrap().status(),
+            200,
+            "{path}: held for room"
+        );
+    }
+    assert_eq!(slow.await.unwrap().unwrap().status(), 200);
+    s.shutdown().await;
+}
