@@ -682,15 +682,13 @@ async fn each_endpoint_answers_retry_later_in_the_status_its_clients_retry() {
         ),
     ];
     let c = reqwest::Client::new();
+    let post = |url: &str, (path, req): &(&str, serde_json::Value)| {
+        c.post(format!("{url}{path}")).json(req).send()
+    };
     // Starting (not ready yet).
     let s = start(|_| {}, false).await;
     for ((path, req), want) in requests.iter().zip([503, 503, 503, 504]) {
-        let res = c
-            .post(format!("{}{path}", s.url))
-            .json(req)
-            .send()
-            .await
-            .unwrap();
+        let res = post(&s.url, &(path, req.clone())).await.unwrap();
         assert_eq!(res.status(), want, "{path} while starting");
         assert!(res.headers().get("retry-after").is_some(), "{path}");
     }
@@ -709,17 +707,11 @@ async fn each_endpoint_answers_retry_later_in_the_status_its_clients_retry() {
         body(serde_json::json!([{"task_id": "BigCodeBench/2", "solution": "SLEEP 500 PASS"}]));
     let slow = tokio::spawn(c.post(format!("{}/v1/evaluate", s.url)).json(&slow).send());
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let (path, req) = &requests[0];
-    let res = c
-        .post(format!("{}{path}", s.url))
-        .json(req)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 429, "{path}: answered at once");
+    let res = post(&s.url, &requests[0]).await.unwrap();
+    assert_eq!(res.status(), 429, "{}: answered at once", requests[0].0);
     let held: Vec<_> = requests[1..3]
         .iter()
-        .map(|(path, req)| tokio::spawn(c.post(format!("{}{path}", s.url)).json(req).send()))
+        .map(|r| tokio::spawn(post(&s.url, r)))
         .collect();
     for (h, (path, _)) in held.into_iter().zip(&requests[1..3]) {
         assert_eq!(
