@@ -11,32 +11,28 @@
 #        PARALLEL (nproc), CAPACITY (PARALLEL), QUEUE_LIMIT (CAPACITY), MULTS ("1 4"),
 #        CLIENTS ("verl fusion openrlhf native"), PORT (18766), BENCH_IDS (tasks)
 set -euo pipefail
-n=${1:-200}
-parallel=${PARALLEL:-$(nproc)}
-capacity=${CAPACITY:-$parallel}
-queue=${QUEUE_LIMIT:-$capacity}
-port=${PORT:-18766}
 here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-clients.XXXXXX)}
+: "${BCB_DATASET_DIR:=$here/../shared/bigcodebench}" "${BCB_PYTHON:=$HOME/.cache/bcb/eval-env-py311/bin/python}"
+: "${BENCH_OUT:=$(mktemp -d /tmp/bcb-bench-clients.XXXXXX)}" "${PARALLEL:=$(nproc)}"
+export BCB_DATASET_DIR BCB_PYTHON BCB_CACHE_DIR=$BENCH_OUT/cache
+out=$BENCH_OUT n=${1:-200} capacity=${CAPACITY:-$PARALLEL}
+parallel=$PARALLEL queue=${QUEUE_LIMIT:-$capacity}
 mkdir -p "$out"
-export BCB_CACHE_DIR=$out/cache
 if [[ -z "${BCB_BIN:-}" ]]; then
     (cd "$here" && cargo build -q --release --bin bcb)
     BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 fi
 ids=${BENCH_IDS:-BigCodeBench/592,BigCodeBench/720,BigCodeBench/800,BigCodeBench/854,BigCodeBench/313,BigCodeBench/765}
 export BENCH_IDS=$ids
+port=${PORT:-18766}
 url=http://127.0.0.1:$port
 "$BCB_BIN" serve --listen 127.0.0.1:$port --subset hard --ids "$ids" --parallel "$parallel" \
     --max-in-flight "$capacity" --queue-limit "$queue" --no-cache --no-dedup 2>"$out/serve.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-until curl -fs "$url/readyz" >/dev/null 2>&1; do
-    kill -0 $pid 2>/dev/null || { cat "$out/serve.log"; exit 1; }
-    sleep 0.5
-done
+# Ready once the ground truth is checked and every slot warm (curl retries 503 and refusals).
+curl -fs --retry 1200 --retry-delay 1 --retry-connrefused -o /dev/null "$url/readyz" ||
+    { cat "$out/serve.log"; exit 1; }
 echo "bcb serve: --parallel $parallel --max-in-flight $capacity --queue-limit $queue, $n answers per client and multiple" | tee "$out/clients.txt"
 status=0
 for m in ${MULTS:-1 4}; do
