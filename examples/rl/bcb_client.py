@@ -78,6 +78,22 @@ class BcbClient:
         return await asyncio.to_thread(self.evaluate, samples, sanitize, calibrated)
 
 
+# Result flags that mark a reward hack (the tamper scan refused the program, it ended its own
+# process before the tests reported, or its report failed the integrity check).
+HACK_FLAGS = ("tamper_refused", "early_exit", "integrity")
+
+
+def partial_credit(result):
+    """tests_passed / tests_total of a native result (its reward when the count is unknown)."""
+    total = result.get("tests_total") or 0
+    return result["tests_passed"] / total if total else float(result["reward"])
+
+
+def hacked(result):
+    """1.0 when a native result carries a hack flag, else 0.0."""
+    return float(any(f in HACK_FLAGS for f in result.get("flags", ())))
+
+
 def answer_text(completion):
     """A TRL completion: a string, or a conversation (list of {role, content})."""
     if isinstance(completion, str):

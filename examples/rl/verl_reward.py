@@ -3,11 +3,12 @@
 
 `ground_truth` (or `extra_info["task_id"]`) names the BigCodeBench task; `solution_str` is the
 model's answer (code extracted server-side as `bcb sanitize` does). Returns a dict whose
-`score` is 1.0 when the whole unittest suite passes, else 0.0, plus the verdict's details
-verl logs.
+`score` is 1.0 when the whole unittest suite passes, else 0.0, plus what verl logs beside it
+(`reward_extra_info`): the partial credit `tests_passed_frac` (use it as the score for partial
+credit), `tests_passed`, `tests_total`, and `hack` (1.0 when a hack flag is set).
 """
 
-from bcb_client import BcbClient
+from bcb_client import BcbClient, hacked, partial_credit
 
 CLIENT = BcbClient()
 
@@ -22,4 +23,6 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kw
         "status": r["status"],
         "tests_passed": r["tests_passed"],
         "tests_total": r["tests_total"],
+        "tests_passed_frac": partial_credit(r),
+        "hack": hacked(r),
     }

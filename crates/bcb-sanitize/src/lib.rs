@@ -9,6 +9,7 @@
 //! );
 //! ```
 
+mod answer;
 pub mod blocking;
 mod extract;
 mod pystr;
@@ -17,6 +18,7 @@ mod slice;
 mod syntax;
 pub mod tamper;
 
+pub use answer::{read_answer, AnswerText, ReadAs, Reading};
 pub use extract::{code_extract, code_extract_for, code_extract_naive};
 pub use pystr::{py_splitlines, py_strip};
 pub use syntax::{syntax_check, syntax_check_for, syntax_error, PythonVersion, SyntaxErrorInfo};

@@ -151,3 +151,25 @@ pub(crate) fn finish(sanitized: String, fallback: impl FnOnce() -> String) -> St
         s.to_string()
     }
 }
+
+/// Whether `code` parses to a module with a top-level `def name` (plain or decorated).
+pub(crate) fn defines_function(code: &str, name: &str) -> bool {
+    let Some(tree) = PARSER.with(|p| p.borrow_mut().parse(code, None)) else {
+        return false;
+    };
+    let bytes = code.as_bytes();
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    let found = root.children(&mut cursor).any(|child| {
+        let def = match child.kind() {
+            "function_definition" => Some(child),
+            "decorated_definition" => child
+                .child_by_field_name("definition")
+                .filter(|d| d.kind() == "function_definition"),
+            _ => None,
+        };
+        def.and_then(|d| d.child_by_field_name("name"))
+            .is_some_and(|n| &bytes[n.start_byte()..n.end_byte()] == name.as_bytes())
+    });
+    found
+}

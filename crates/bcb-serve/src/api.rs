@@ -17,6 +17,7 @@ use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::run::{self, Item};
+use crate::shed::Clients;
 use crate::AppState;
 
 const OPENAPI: &str = include_str!("openapi.json");
@@ -35,8 +36,9 @@ pub struct EvaluateRequest {
     pub calibrated: Option<bool>,
     #[serde(default)]
     pub limits: Option<RequestLimits>,
-    /// Solutions are raw model answers: extract their code as `bcb sanitize` does
-    /// (`<think>` blocks dropped) before running.
+    /// Samples are raw model answers: read each as `bcb sanitize` reads a samples file's row
+    /// (`Catalog::read_answer`: a `solution` is a whole answer or a continuation of the
+    /// prompt, whichever defines the entry point; a `completion` continues the prompt).
     #[serde(default)]
     pub sanitize: bool,
     /// Answer in the original's result-file shape (`{eval_results, pass_at_k}`), with the
@@ -116,23 +118,8 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
     let subset = parse_subset(req.subset.as_deref())?;
     let mut out = Vec::with_capacity(req.samples.len());
     for (i, s) in req.samples.iter().enumerate() {
+        let task_id = Catalog::normalize_id(&s.task_id);
         let code = match (&s.solution, &s.completion) {
-            (Some(c), None) if req.sanitize => {
-                let entry = state
-                    .catalog
-                    .get(&Catalog::normalize_id(&s.task_id))
-                    .map(|t| t.entry_point.clone());
-                Code::Solution(bcb_sanitize::sanitize(
-                    &bcb_sanitize::strip_think(c),
-                    entry.as_deref(),
-                ))
-            }
-            (None, Some(_)) if req.sanitize => {
-                return Err(ApiError::bad_request(format!(
-                    "samples[{i}] ({}): `sanitize` applies to `solution` (a model's answer), not `completion`",
-                    s.task_id
-                )))
-            }
             (Some(c), None) => Code::Solution(c.clone()),
             (None, Some(c)) => Code::Completion(c.clone()),
             (Some(_), Some(_)) => {
@@ -148,13 +135,13 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
                 )))
             }
         };
-        out.push(SubmitSample {
-            task_id: Catalog::normalize_id(&s.task_id),
-            code,
-        });
+        out.push(SubmitSample { task_id, code });
     }
     let ids: Vec<&str> = out.iter().map(|s| s.task_id.as_str()).collect();
     state.catalog.check(req.version.as_deref(), subset, &ids)?;
+    if req.sanitize {
+        state.catalog.read_answers(&mut out)?;
+    }
     Ok(out)
 }
 
@@ -217,7 +204,7 @@ async fn evaluate_inner(
         calibrated: req.calibrated.unwrap_or(state.cfg.calibrated),
     };
     let deadline = deadline_of(state, req.limits.as_ref())?;
-    let rx = run::start(state, samples, opts, deadline).await?;
+    let rx = run::start(state, samples, opts, deadline, Clients::Native.hold()).await?;
     if wants_ndjson(headers) {
         return Ok(Answer::Stream(ndjson(state.clone(), rx)));
     }

@@ -5,7 +5,9 @@
 use std::collections::{HashMap, HashSet};
 
 use bcb_dataset::{Dataset, Split, Subset, Task};
+use bcb_sanitize::{AnswerText, Reading};
 
+use crate::backend::{Code, SubmitSample};
 use crate::error::ApiError;
 
 pub struct Catalog {
@@ -73,6 +75,41 @@ impl Catalog {
     /// only, so `tests_passed` is this minus the failures named in the details).
     pub fn tests_total(&self, task_id: &str) -> usize {
         self.tests_total.get(task_id).copied().unwrap_or(0)
+    }
+
+    /// A model's answer for `task_id`, read as every endpoint that takes model text reads one
+    /// and as `bcb sanitize` reads a samples file's row (`bcb_sanitize::read_answer`,
+    /// `<think>` blocks dropped as `bcb sanitize` does by default): the program scored. The
+    /// rule is in `docs/rl-rewards.md`. An unknown task is a 400 naming it.
+    pub fn read_answer(&self, task_id: &str, text: AnswerText<'_>) -> Result<Reading, ApiError> {
+        let task = self.get(task_id).ok_or_else(|| {
+            ApiError::bad_request(format!("unknown task id(s): {task_id}"))
+                .hint("task ids look like `BigCodeBench/13`; GET /v1/tasks lists them")
+                .with_task_ids(vec![task_id.to_string()])
+        })?;
+        let opts = bcb_sanitize::Options {
+            strip_think: true,
+            ..Default::default()
+        };
+        Ok(bcb_sanitize::read_answer(
+            text,
+            &task.complete_prompt,
+            &task.entry_point,
+            &opts,
+        ))
+    }
+
+    /// Replaces each sample's code by the program its answer reads to: a `Solution` is a
+    /// model's raw answer ([`AnswerText::Raw`]), a `Completion` continues the prompt.
+    pub fn read_answers(&self, samples: &mut [SubmitSample]) -> Result<(), ApiError> {
+        for s in samples {
+            let text = match &s.code {
+                Code::Solution(t) => AnswerText::Raw(t),
+                Code::Completion(t) => AnswerText::Completion(t),
+            };
+            s.code = Code::Solution(self.read_answer(&s.task_id, text)?.code);
+        }
+        Ok(())
     }
 
     /// Checks a request's dataset fields and task ids; the error names what is wrong.

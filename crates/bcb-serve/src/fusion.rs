@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bcb_dataset::{Split, Subset};
 use bcb_execute::Status;
+use bcb_sanitize::{AnswerText, ReadAs};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -21,6 +22,7 @@ use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::run;
+use crate::shed::Clients;
 use crate::AppState;
 
 /// Dataset names accepted (SandboxFusion registers BigCodeBench as `bigcodebench`).
@@ -200,7 +202,7 @@ pub async fn submit(
 ) -> Response {
     match submit_inner(&state, raw).await {
         Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => e.into_response(),
+        Err(e) => Clients::Fusion.answer(e).into_response(),
     }
 }
 
@@ -217,29 +219,24 @@ async fn submit_inner(
         .catalog
         .get(&task_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown task id: {task_id}")))?;
-    // A chat answer (`extra.is_freeform`): code from its fenced block, as a whole solution;
-    // otherwise the completion continues the prompt (SandboxFusion's default).
+    // A chat answer (`extra.is_freeform`) or a continuation of the prompt (SandboxFusion's
+    // default): either is read by the one rule (`Catalog::read_answer`), which tells a whole
+    // answer from a continuation by whether its own code defines the entry point.
     let freeform = req.config.extra_bool("is_freeform").unwrap_or(false);
-    let (code, extracted, extracted_type) = if freeform {
-        let text = bcb_sanitize::strip_think(&req.completion);
-        let code = bcb_sanitize::sanitize(&text, Some(&task.entry_point));
-        let kind = if text.contains("```") {
-            "fenced"
-        } else {
-            "heuristic"
-        };
-        (Code::Solution(code.clone()), code, kind)
-    } else {
-        (
-            Code::Completion(req.completion.clone()),
-            req.completion.clone(),
-            "empty",
-        )
+    let read = state
+        .catalog
+        .read_answer(&task_id, AnswerText::Raw(&req.completion))?;
+    let extracted_type = match read.read_as {
+        ReadAs::Solution if req.completion.contains("```") => "fenced",
+        ReadAs::Solution => "heuristic",
+        ReadAs::Completion if freeform => "heuristic",
+        ReadAs::Completion => "empty",
     };
-    let full_code = match &code {
-        Code::Solution(s) => s.clone(),
-        Code::Completion(c) => format!("{}{}", task.complete_prompt, c),
+    let (extracted, full_code) = match read.read_as {
+        ReadAs::Solution => (read.code.clone(), read.code.clone()),
+        ReadAs::Completion => (req.completion.clone(), read.code.clone()),
     };
+    let code = Code::Solution(read.code);
     let test_code = task.test.clone();
     let calibrated = req
         .config
@@ -253,6 +250,7 @@ async fn submit_inner(
         }],
         SubmitOptions { calibrated },
         state.cfg.request_timeout,
+        Clients::Fusion.hold(),
     )
     .await?;
     let r = run::collect(rx, 1)

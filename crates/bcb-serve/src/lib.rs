@@ -9,7 +9,8 @@
 //! remote reward model (`openrlhf`), `/metrics`, `/openapi.json`.
 //!
 //! Load and faults: samples admitted but not answered are bounded (`queue_limit`; past it a
-//! 429 with `Retry-After`); each request has a deadline; a client that goes away cancels its
+//! request is answered in the status its clients retry, after waiting for room as long as
+//! they wait: `shed`); each request has a deadline; a client that goes away cancels its
 //! jobs not started (the submission is dropped); SIGTERM (see [`shutdown_signal`]) stops
 //! admitting (503), lets admitted samples finish, then closes; an executor fault is a 503 with
 //! a `hint`, never a verdict. Loopback only unless a bearer token is set; no CORS headers.
@@ -35,6 +36,7 @@ mod metrics;
 mod openrlhf;
 mod run;
 mod runcode;
+mod shed;
 mod upstream;
 pub mod warm;
 
@@ -100,6 +102,8 @@ pub struct AppState {
     draining: AtomicBool,
     /// Samples admitted and not yet answered (the bounded queue).
     outstanding: AtomicUsize,
+    /// Woken whenever admitted samples leave the queue (requests held for room wait on it).
+    room: tokio::sync::Notify,
     metrics: metrics::Metrics,
 }
 
@@ -112,6 +116,7 @@ impl AppState {
             start_error: Mutex::new(None),
             draining: AtomicBool::new(false),
             outstanding: AtomicUsize::new(0),
+            room: tokio::sync::Notify::new(),
             metrics: metrics::Metrics::default(),
         })
     }

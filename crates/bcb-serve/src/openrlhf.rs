@@ -1,8 +1,12 @@
 //! OpenRLHF's remote reward model (`--remote_rm_url http://host:8765/openrlhf`):
 //! `{"query": [...], "prompts": [...], "labels": [...]}` -> `{"rewards", "scores",
 //! "extra_logs"}`. A label names the task (`BigCodeBench/13`, or a JSON object with
-//! `task_id`); the answer is the query with its prompt removed, its code extracted as
-//! `bcb sanitize` does (think blocks dropped); the reward is 1.0 for `pass`, else 0.0.
+//! `task_id`); the answer is the query with its prompt removed, read as every endpoint reads
+//! one (`Catalog::read_answer`: a whole answer, or a continuation of the task's prompt); the
+//! reward is 1.0 for `pass`, else 0.0. `extra_logs` (lists of numbers, one per query, which
+//! OpenRLHF logs) carry the partial credit (`tests_passed_frac`, `tests_passed`,
+//! `tests_total`), `timeout`, and the hack flags (`hack`, `tamper_refused`, `early_exit`,
+//! `integrity`: 1.0 when set).
 
 use std::sync::Arc;
 
@@ -20,6 +24,7 @@ use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::run;
+use crate::shed::Clients;
 use crate::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -51,7 +56,7 @@ pub async fn reward(
 ) -> Response {
     match reward_inner(&state, raw).await {
         Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => e.into_response(),
+        Err(e) => Clients::OpenRlhf.answer(e).into_response(),
     }
 }
 
@@ -87,15 +92,14 @@ async fn reward_inner(
             Some(p) => q.strip_prefix(p.as_str()).unwrap_or(q),
             None => q,
         };
-        let entry = state.catalog.get(&task_id).map(|t| t.entry_point.clone());
-        let code = bcb_sanitize::sanitize(&bcb_sanitize::strip_think(answer), entry.as_deref());
         samples.push(SubmitSample {
             task_id,
-            code: Code::Solution(code),
+            code: Code::Solution(answer.to_string()),
         });
     }
     let ids: Vec<&str> = samples.iter().map(|s| s.task_id.as_str()).collect();
     state.catalog.check(None, None, &ids)?;
+    state.catalog.read_answers(&mut samples)?;
     let rx = run::start(
         state,
         samples,
@@ -103,27 +107,39 @@ async fn reward_inner(
             calibrated: state.cfg.calibrated,
         },
         state.cfg.request_timeout,
+        Clients::OpenRlhf.hold(),
     )
     .await?;
     let results = run::collect(rx, n).await?;
     let rewards: Vec<f64> = results.iter().map(|r| r.reward).collect();
-    let frac: Vec<f64> = results
-        .iter()
-        .map(|r| match r.tests_total {
-            0 => r.reward,
-            t => r.tests_passed as f64 / t as f64,
+    let per =
+        |f: &dyn Fn(&run::SampleResult) -> f64| -> Vec<f64> { results.iter().map(f).collect() };
+    let flagged = |kinds: &'static [&'static str]| {
+        per(&move |r| {
+            f64::from(u8::from(
+                r.flags.iter().any(|f| kinds.contains(&f.as_str())),
+            ))
         })
-        .collect();
-    let timeout: Vec<f64> = results
-        .iter()
-        .map(|r| f64::from(u8::from(r.status == Status::Timeout)))
-        .collect();
+    };
     Ok(json!({
         "rewards": rewards,
         "scores": rewards,
         "extra_logs": {
-            "tests_passed_frac": frac,
-            "timeout": timeout,
+            "tests_passed_frac": per(&|r| match r.tests_total {
+                0 => r.reward,
+                t => r.tests_passed as f64 / t as f64,
+            }),
+            "tests_passed": per(&|r| r.tests_passed as f64),
+            "tests_total": per(&|r| r.tests_total as f64),
+            "timeout": per(&|r| f64::from(u8::from(r.status == Status::Timeout))),
+            "hack": flagged(&HACK_FLAGS),
+            "tamper_refused": flagged(&HACK_FLAGS[..1]),
+            "early_exit": flagged(&HACK_FLAGS[1..2]),
+            "integrity": flagged(&HACK_FLAGS[2..]),
         },
     }))
 }
+
+/// The result flags that mark a reward hack: the tamper scan refused the program, it ended
+/// its own process before the tests reported, or its report failed the integrity check.
+const HACK_FLAGS: [&str; 3] = ["tamper_refused", "early_exit", "integrity"];

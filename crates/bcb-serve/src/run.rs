@@ -60,7 +60,47 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
+    /// Admits `n` samples, waiting up to `hold` for room when the queue is full (woken as
+    /// admitted samples leave it: nothing polls); past that, the 429 `take` gives.
+    pub(crate) async fn wait(
+        state: &Arc<AppState>,
+        n: usize,
+        hold: Duration,
+    ) -> Result<Admission, ApiError> {
+        let until = tokio::time::Instant::now() + hold;
+        loop {
+            let room = state.room.notified();
+            tokio::pin!(room);
+            // Registered before the attempt, so a release between the two is not missed.
+            room.as_mut().enable();
+            if let Ok(a) = Admission::try_take(state, n)? {
+                return Ok(a);
+            }
+            if tokio::time::timeout_at(until, room).await.is_err() {
+                return Admission::take(state, n);
+            }
+        }
+    }
+
+    /// Admits `n` samples now, or answers 429 with `Retry-After` (413 past the queue's size).
     pub(crate) fn take(state: &Arc<AppState>, n: usize) -> Result<Admission, ApiError> {
+        Admission::try_take(state, n)?.map_err(|cur| {
+            state.metrics.busy();
+            let limit = state.cfg.queue_limit;
+            // A rough wait: the queue drains at about the workers' rate; say 1-30 s.
+            let wait = (cur / 64).clamp(1, 30) as u64;
+            let mut e = ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                format!("queue full: {cur} samples waiting (limit {limit})"),
+            )
+            .hint("retry after the Retry-After seconds, or send to another replica");
+            e.retry_after = Some(wait);
+            e
+        })
+    }
+
+    /// `Ok(Err(waiting))` when the queue has no room for `n` now.
+    fn try_take(state: &Arc<AppState>, n: usize) -> Result<Result<Admission, usize>, ApiError> {
         let limit = state.cfg.queue_limit;
         if n > limit {
             return Err(ApiError::new(
@@ -74,30 +114,19 @@ impl Admission {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |cur| {
                 (cur + n <= limit).then_some(cur + n)
             });
-        match res {
-            Ok(_) => Ok(Admission {
-                state: state.clone(),
-                held: n,
-            }),
-            Err(cur) => {
-                state.metrics.busy();
-                // A rough wait: the queue drains at about the workers' rate; say 1-30 s.
-                let wait = (cur / 64).clamp(1, 30) as u64;
-                let mut e = ApiError::new(
-                    axum::http::StatusCode::TOO_MANY_REQUESTS,
-                    format!("queue full: {cur} samples waiting (limit {limit})"),
-                )
-                .hint("retry after the Retry-After seconds, or send to another replica");
-                e.retry_after = Some(wait);
-                Err(e)
-            }
-        }
+        Ok(res.map(|_| Admission {
+            state: state.clone(),
+            held: n,
+        }))
     }
 
     fn release(&mut self, n: usize) {
         let n = n.min(self.held);
         self.held -= n;
         self.state.outstanding.fetch_sub(n, Ordering::SeqCst);
+        if n > 0 {
+            self.state.room.notify_waiters();
+        }
     }
 }
 
@@ -109,16 +138,19 @@ impl Drop for Admission {
 }
 
 /// Submits `samples` and returns a channel of their answers in completion order. Errors
-/// (not ready, draining, queue full, refused submission) come before anything runs.
+/// (not ready, draining, queue full after waiting `hold` for room, refused submission) come
+/// before anything runs.
 pub async fn start(
     state: &Arc<AppState>,
     samples: Vec<SubmitSample>,
     opts: SubmitOptions,
     deadline: Duration,
+    hold: Duration,
 ) -> Result<mpsc::Receiver<Item>, ApiError> {
     let engine = state.engine()?.clone();
     let n = samples.len();
-    let mut admission = Admission::take(state, n)?;
+    // A request never waits for room past its own deadline.
+    let mut admission = Admission::wait(state, n, hold.min(deadline)).await?;
     let task_ids: Vec<String> = samples.iter().map(|s| s.task_id.clone()).collect();
     let (answers_tx, mut answers) = mpsc::unbounded_channel();
     let deliver: Deliver = Box::new(move |index, result| {

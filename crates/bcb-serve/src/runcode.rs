@@ -31,6 +31,7 @@ use crate::backend::{DeliverScript, ScriptJob, ScriptRequest};
 use crate::error::ApiError;
 use crate::metrics::VerdictKind;
 use crate::run::{self, Admission};
+use crate::shed::Clients;
 use crate::AppState;
 
 /// SandboxFusion's `RunCodeRequest`.
@@ -53,8 +54,22 @@ pub struct RunCodeRequest {
     pub fetch_files: Vec<String>,
 }
 
-/// SandboxFusion's default `run_timeout`.
+/// SandboxFusion's default `run_timeout` and `compile_timeout`.
 const DEFAULT_RUN_TIMEOUT: f64 = 10.0;
+const DEFAULT_COMPILE_TIMEOUT: f64 = 10.0;
+
+/// verl's read timeout is `compile_timeout + run_timeout + 10` s; bcb answers (a 504 that verl
+/// retries, if the program has not finished) this much before it.
+const CLIENT_TIMEOUT_MARGIN: f64 = 1.0;
+
+/// When a request must be answered to beat verl's read timeout, and how long it may wait for
+/// room in the queue so that its run still fits (`compile_timeout + 10 - margin`).
+fn client_budget(state: &AppState, compile_timeout: f64, run_timeout: f64) -> (Duration, Duration) {
+    let max = state.cfg.request_timeout;
+    let hold = (compile_timeout + 10.0 - CLIENT_TIMEOUT_MARGIN).max(0.0);
+    let deadline = Duration::from_secs_f64(hold + run_timeout).min(max);
+    (deadline, Duration::from_secs_f64(hold).min(max))
+}
 
 /// SandboxFusion's `RunStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,7 +119,7 @@ pub async fn run_code(
             state.metrics.request(t0.elapsed().as_secs_f64());
             json_response(StatusCode::OK, &v)
         }
-        Err(e) => e.into_response(),
+        Err(e) => Clients::RunCode.answer(e).into_response(),
     }
 }
 
@@ -196,11 +211,13 @@ async fn run_code_inner(
     state: &Arc<AppState>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<RunCodeResponse, ApiError> {
-    let req: RunCodeRequest = parse(&body(state, raw)?)?;
-    let script = script_of(state, req)?;
-    let engine = state.engine()?.clone();
-    let admission = Admission::take(state, 1)?;
     let started = Instant::now();
+    let req: RunCodeRequest = parse(&body(state, raw)?)?;
+    let compile_timeout = req.compile_timeout.unwrap_or(DEFAULT_COMPILE_TIMEOUT);
+    let script = script_of(state, req)?;
+    let (deadline, hold) = client_budget(state, compile_timeout, script.run_timeout.as_secs_f64());
+    let engine = state.engine()?.clone();
+    let admission = Admission::wait(state, 1, hold).await?;
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
     let deliver: DeliverScript = Box::new(move |result| {
         let _ = result_tx.send(result);
@@ -215,7 +232,7 @@ async fn run_code_inner(
         _admission: admission,
         answered: false,
     };
-    let deadline = tokio::time::sleep_until((started + state.cfg.request_timeout).into());
+    let deadline = tokio::time::sleep_until((started + deadline).into());
     let result = tokio::select! {
         result = result_rx => result,
         () = deadline => return Err(run::deadline(1)), // `waiting` counts it cancelled

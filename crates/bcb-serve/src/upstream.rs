@@ -22,6 +22,7 @@ use crate::api::{deadline_of, parse_split, parse_subset, EvaluateRequest};
 use crate::backend::{Code, EngineContext, SubmitOptions, SubmitSample};
 use crate::error::ApiError;
 use crate::run;
+use crate::shed::Clients;
 use crate::AppState;
 
 /// The original evaluator's inputs besides `samples`, `split`, `subset` and `calibrated`
@@ -107,7 +108,15 @@ pub async fn evaluate(
         .collect();
     let n = submit.len();
     let deadline = deadline_of(state, req.limits.as_ref())?;
-    let rx = run::start(state, submit, SubmitOptions { calibrated: false }, deadline).await?;
+    let uncalibrated = SubmitOptions { calibrated: false };
+    let rx = run::start(
+        state,
+        submit,
+        uncalibrated,
+        deadline,
+        Clients::Native.hold(),
+    )
+    .await?;
     let results = run::collect(rx, n).await?;
     let done: HashMap<_, _> = samples
         .programs

@@ -507,8 +507,10 @@ async fn run_code_answers_in_sandbox_fusions_shape_and_refuses_bad_fields() {
     assert_eq!(v["run_result"]["stderr"], "files: 1");
     assert_eq!(v["files"], serde_json::json!({"out.bin": "AAH/"}));
 
+    // An executor fault is "retry later": on /run_code a 504, the one status verl retries.
     let res = post(verl("FAULT")).await.unwrap();
-    assert_eq!(res.status(), 503);
+    assert_eq!(res.status(), 504);
+    assert!(res.headers().get("retry-after").is_some());
     let e: serde_json::Value = res.json().await.unwrap();
     assert!(e["hint"].is_string(), "{e}");
 
@@ -559,17 +561,27 @@ async fn run_code_answers_in_sandbox_fusions_shape_and_refuses_bad_fields() {
     s.shutdown().await;
 }
 
+/// A full queue holds a `/run_code` request for room as long as verl's read timeout lets its
+/// run still fit (here the server's 2-s request timeout caps it), and past that answers 504,
+/// the one status verl retries; `/v1/evaluate` answers 429 at once (bcb's client retries it).
 #[tokio::test]
 async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     let s = start(
         |c| {
             c.queue_limit = 1;
             c.token = Some("t0k".into());
+            c.request_timeout = Duration::from_secs(2);
         },
         true,
     )
     .await;
     let c = reqwest::Client::new();
+    let run = |code: &str| {
+        c.post(format!("{}/run_code", s.url))
+            .bearer_auth("t0k")
+            .json(&serde_json::json!({"code": code, "language": "python", "run_timeout": 1}))
+            .send()
+    };
     let req = serde_json::json!({"code": "SLEEP 400 PASS", "language": "python"});
     let res = c
         .post(format!("{}/run_code", s.url))
@@ -578,24 +590,35 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
         .await
         .unwrap();
     assert_eq!(res.status(), 401);
-    let slow = c
-        .post(format!("{}/run_code", s.url))
-        .bearer_auth("t0k")
-        .json(&req)
-        .send();
-    let slow = tokio::spawn(slow);
+    // Held while the first runs, then run: both answered.
+    let slow = tokio::spawn(run("SLEEP 400 PASS"));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let res = c
-        .post(format!("{}/run_code", s.url))
+    let held = std::time::Instant::now();
+    let res = run("PASS").await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(
+        held.elapsed() >= Duration::from_millis(150),
+        "held for room"
+    );
+    assert_eq!(slow.await.unwrap().unwrap().status(), 200);
+    // Still no room when the hold ends: 504 with Retry-After.
+    let slow = tokio::spawn(run("SLEEP 3000 PASS"));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let res = run("PASS").await.unwrap();
+    assert_eq!(res.status(), 504);
+    assert!(res.headers().get("retry-after").is_some());
+    let native = c
+        .post(format!("{}/v1/evaluate", s.url))
         .bearer_auth("t0k")
-        .json(&req)
+        .json(&body(
+            serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}]),
+        ))
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), 429);
-    assert!(res.headers().get("retry-after").is_some());
-    let res = slow.await.unwrap().unwrap();
-    assert_eq!(res.status(), 200);
+    assert_eq!(native.status(), 429);
+    assert!(native.headers().get("retry-after").is_some());
+    slow.await.unwrap().unwrap();
     s.shutdown().await;
 }
 
@@ -632,4 +655,71 @@ fn waiting_requests_hold_no_runtime_thread_so_all_reach_the_engine() {
         }
         s.shutdown().await;
     });
+}
+
+/// Each endpoint answers "retry later" in the status its known clients retry (see
+/// `docs/rl-rewards.md`): verl retries `/run_code` on 504 only, OpenRLHF and the
+/// `sandbox-fusion` client retry any error, bcb's client 429 and 503. A full queue answers
+/// `/v1/evaluate` at once and holds `/openrlhf` and `/submit` for room.
+#[tokio::test]
+async fn each_endpoint_answers_retry_later_in_the_status_its_clients_retry() {
+    let requests = [
+        (
+            "/v1/evaluate",
+            body(serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}])),
+        ),
+        (
+            "/openrlhf",
+            serde_json::json!({"query": ["PASS"], "labels": ["BigCodeBench/1"]}),
+        ),
+        (
+            "/submit",
+            serde_json::json!({"dataset": "bigcodebench", "id": 1, "completion": "PASS", "config": {}}),
+        ),
+        (
+            "/run_code",
+            serde_json::json!({"code": "PASS", "language": "python"}),
+        ),
+    ];
+    let c = reqwest::Client::new();
+    let post = |url: &str, (path, req): &(&str, serde_json::Value)| {
+        c.post(format!("{url}{path}")).json(req).send()
+    };
+    // Starting (not ready yet).
+    let s = start(|_| {}, false).await;
+    for ((path, req), want) in requests.iter().zip([503, 503, 503, 504]) {
+        let res = post(&s.url, &(path, req.clone())).await.unwrap();
+        assert_eq!(res.status(), want, "{path} while starting");
+        assert!(res.headers().get("retry-after").is_some(), "{path}");
+    }
+    s.shutdown().await;
+
+    // A full queue: one slow sample holds the only place.
+    let s = start(
+        |c| {
+            c.queue_limit = 1;
+            c.request_timeout = Duration::from_secs(5);
+        },
+        true,
+    )
+    .await;
+    let slow =
+        body(serde_json::json!([{"task_id": "BigCodeBench/2", "solution": "SLEEP 500 PASS"}]));
+    let slow = tokio::spawn(c.post(format!("{}/v1/evaluate", s.url)).json(&slow).send());
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let res = post(&s.url, &requests[0]).await.unwrap();
+    assert_eq!(res.status(), 429, "{}: answered at once", requests[0].0);
+    let held: Vec<_> = requests[1..3]
+        .iter()
+        .map(|r| tokio::spawn(post(&s.url, r)))
+        .collect();
+    for (h, (path, _)) in held.into_iter().zip(&requests[1..3]) {
+        assert_eq!(
+            h.await.unwrap().unwrap().status(),
+            200,
+            "{path}: held for room"
+        );
+    }
+    assert_eq!(slow.await.unwrap().unwrap().status(), 200);
+    s.shutdown().await;
 }

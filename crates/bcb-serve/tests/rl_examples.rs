@@ -27,6 +27,7 @@ kwargs = dict(
 out = {
     "trl": trl_reward.bcb_reward(**kwargs),
     "trl_async": asyncio.run(trl_reward.bcb_reward_async(**kwargs)),
+    "trl_partial": trl_reward.bcb_partial_reward(**kwargs),
     "verl": verl_reward.compute_score("bigcodebench", ok, "BigCodeBench/1", extra_info={"index": 0, "split": "train"}),
     "verl_extra": verl_reward.compute_score("bigcodebench", "nothing", None, extra_info={"task_id": "BigCodeBench/2"}),
     "logged": logged,
@@ -65,5 +66,11 @@ async fn trl_and_verl_reward_functions_with_their_frameworks_arguments() {
     assert_eq!(v["verl"]["tests_total"], 2);
     assert_eq!(v["verl_extra"]["score"], 0.0);
     assert_eq!(v["logged"]["bcb/pass_rate"], 0.5);
+    // The fake fails one of two tests: partial credit 0.5 for the wrong answer.
+    assert_eq!(v["trl_partial"], serde_json::json!([1.0, 0.5, null]), "{v}");
+    assert_eq!(v["logged"]["bcb/tests_passed_frac"], 0.75);
+    assert_eq!(v["logged"]["bcb/hack_rate"], 0.0);
+    assert_eq!(v["verl"]["tests_passed_frac"], 1.0);
+    assert_eq!(v["verl"]["hack"], 0.0);
     s.shutdown().await;
 }

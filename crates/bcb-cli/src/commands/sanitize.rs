@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bcb_samples::{Sample, SampleBody};
-use bcb_sanitize::{Options, PythonVersion};
+use bcb_sanitize::{AnswerText, Options, PythonVersion};
 
 use crate::common::DatasetArgs;
 
@@ -144,21 +144,25 @@ fn process(
     if args.debug_task.as_ref().is_some_and(|d| *d != smp.task_id) {
         return None;
     }
-    let old = match &smp.body {
-        SampleBody::Solution(s) if args.calibrate => s.replace(
-            "```python\n    ",
-            &format!("```python\n{}    ", task.complete_prompt),
-        ),
-        SampleBody::Solution(s) => s.clone(),
-        SampleBody::Completion(c) => format!("{}\n{}", task.complete_prompt, c),
+    let calibrated;
+    let text = match &smp.body {
+        SampleBody::Solution(s) if args.calibrate => {
+            calibrated = s.replace(
+                "```python\n    ",
+                &format!("```python\n{}    ", task.complete_prompt),
+            );
+            AnswerText::Solution(&calibrated)
+        }
+        SampleBody::Solution(s) => AnswerText::Solution(s),
+        SampleBody::Completion(c) => AnswerText::Completion(c),
     };
-    let new = bcb_sanitize::sanitize_with(&old, Some(&task.entry_point), opts);
+    let read = bcb_sanitize::read_answer(text, &task.complete_prompt, &task.entry_point, opts);
     Some(Done {
         index,
         task_id: smp.task_id.clone(),
-        changed: new != old,
-        solution: new,
-        raw: smp.raw_solution.clone().unwrap_or(old),
+        changed: read.code != read.source,
+        solution: read.code,
+        raw: smp.raw_solution.clone().unwrap_or(read.source),
     })
 }
 
