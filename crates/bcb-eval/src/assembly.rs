@@ -12,7 +12,16 @@ use crate::ground_truth::GroundTruth;
 use crate::passk::mean_pass_at_k;
 use crate::plan::{SampleProgram, Samples};
 use crate::results::{model_name, EvalResults, PassAtK, SampleResult};
-use crate::session::SampleRun;
+
+/// Options of the samples phase.
+#[derive(Debug, Clone)]
+pub struct SampleRun {
+    pub pass_k: Vec<u64>,
+    /// `--no-gt`: gt_pass_rate 0.0 and every task listed as failed, as upstream reports it.
+    pub no_gt: bool,
+    /// Evaluate again even if the results file exists.
+    pub force: bool,
+}
 
 /// Results in upstream's order: tasks as in the dataset, samples by completion id. Samples
 /// without an outcome (another shard's) are left out.

@@ -12,7 +12,7 @@ use bcb_execute::{Outcome, Program, Status};
 use sha2::Digest;
 
 use crate::journal::{read_journal, JournalHeader, JournalRecord};
-use crate::plan::Settings;
+use crate::settings::Settings;
 
 /// What the canonical solutions did, by task id.
 #[derive(Debug, Default, Clone)]

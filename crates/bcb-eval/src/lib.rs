@@ -46,17 +46,18 @@ mod triage;
 pub mod verdict_cache;
 mod warm;
 
-pub use assembly::{assemble, build_report};
+pub use assembly::{assemble, build_report, SampleRun};
 pub use error::SessionError;
 pub use event::{Event, Origin, Phase, RunReport, Sink};
 pub use ground_truth::{failure_summary, GroundTruth, GtCache};
 pub use limits::DEFAULT_BASE_TIMEOUT;
+pub use plan::samples_journal_key;
 pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
 pub use script::{ScriptRequest, ScriptSubmission, SCRIPT_TASK_ID};
-pub use session::{GtMode, Request, Reuse, SampleRun, Session};
-pub use settings::{samples_journal_key, Settings};
+pub use session::{GtMode, Request, Reuse, Session};
+pub use settings::Settings;
 pub use shard::{find_shards, merge, ShardPlan};
 pub use verdict_cache::VerdictCache;
 pub use warm::{

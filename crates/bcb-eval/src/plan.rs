@@ -21,6 +21,14 @@ use crate::limits::{ground_truth_time_limit, sample_time_limit};
 use crate::priors;
 pub use crate::settings::Settings;
 
+/// The key of a samples journal: the programs and every setting that changes a verdict.
+pub fn samples_journal_key(samples: &Samples, settings: &Settings) -> String {
+    let mut h = sha2::Sha256::new();
+    h.update(samples.digest().as_bytes());
+    h.update(settings.verdict_key().as_bytes());
+    hex::encode(&h.finalize()[..16])
+}
+
 /// The code a sample executes: its solution (a completion joined to the task's prompt, as
 /// upstream does), calibrated (`code_prompt + "\n    pass\n" + solution`) if asked.
 pub fn program_code(task: &Task, body: &SampleBody, calibrated: bool) -> String {

@@ -12,17 +12,18 @@ use bcb_dataset::Dataset;
 use bcb_execute::{Executor, Job, JobId, Outcome, Status};
 use bcb_samples::eval_results_path;
 
-use crate::assembly::{assemble, build_report};
+use crate::assembly::{assemble, build_report, SampleRun};
 use crate::dedup::Member;
 use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
+use crate::plan::samples_journal_key;
 use crate::plan::{ground_truth_jobs, sample_jobs, Samples};
 use crate::results::EvalResults;
 use crate::runner::{OnVerdict, RetryPolicy, Runner};
-use crate::settings::{samples_journal_key, Settings};
+use crate::settings::Settings;
 use crate::shard::ShardPlan;
 use crate::triage::{triage, Triage};
 use crate::verdict_cache::VerdictCache;
@@ -58,16 +59,6 @@ pub struct Reuse<'a> {
     pub dedup: bool,
     /// Verdicts of earlier runs (`--no-cache`: none).
     pub cache: Option<&'a VerdictCache>,
-}
-
-/// Options of the samples phase.
-#[derive(Debug, Clone)]
-pub struct SampleRun {
-    pub pass_k: Vec<u64>,
-    /// `--no-gt`: gt_pass_rate 0.0 and every task listed as failed, as upstream reports it.
-    pub no_gt: bool,
-    /// Evaluate again even if the results file exists.
-    pub force: bool,
 }
 
 pub struct Session<'a> {

@@ -4,9 +4,6 @@
 use bcb_dataset::Split;
 use bcb_execute::Limits;
 use bcb_sanitize::tamper::TamperPolicy;
-use sha2::Digest;
-
-use crate::plan::Samples;
 
 /// Everything besides the programs that can change a verdict or the result files.
 #[derive(Debug, Clone)]
@@ -54,14 +51,6 @@ impl Settings {
             self.tamper.as_str()
         )
     }
-}
-
-/// The key of a samples journal: the programs and every setting that changes a verdict.
-pub fn samples_journal_key(samples: &Samples, settings: &Settings) -> String {
-    let mut h = sha2::Sha256::new();
-    h.update(samples.digest().as_bytes());
-    h.update(settings.verdict_key().as_bytes());
-    hex::encode(&h.finalize()[..16])
 }
 
 #[cfg(test)]

@@ -2,112 +2,24 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use bcb_dataset::{Split, Subset};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::request::{body, deadline_of, parse, parse_split, parse_subset, EvaluateRequest};
 use crate::run::{self, Item};
 use crate::shed::Clients;
 use crate::AppState;
 
 const OPENAPI: &str = include_str!("openapi.json");
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvaluateRequest {
-    pub samples: Vec<SampleIn>,
-    #[serde(default)]
-    pub split: Option<String>,
-    #[serde(default)]
-    pub subset: Option<String>,
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub calibrated: Option<bool>,
-    #[serde(default)]
-    pub limits: Option<RequestLimits>,
-    /// Samples are raw model answers: read each as `bcb sanitize` reads a samples file's row
-    /// (`Catalog::read_answer`: a `solution` is a whole answer or a continuation of the
-    /// prompt, whichever defines the entry point; a `completion` continues the prompt).
-    #[serde(default)]
-    pub sanitize: bool,
-    /// Answer in the original's result-file shape (`{eval_results, pass_at_k}`), with the
-    /// original evaluator's inputs (see `upstream.rs`).
-    #[serde(default)]
-    pub upstream: Option<crate::upstream::UpstreamOptions>,
-}
-
-/// A sample as samples files carry it; other keys (`raw_solution`, ...) are ignored.
-#[derive(Debug, Deserialize)]
-pub struct SampleIn {
-    pub task_id: String,
-    #[serde(default)]
-    pub solution: Option<String>,
-    #[serde(default)]
-    pub completion: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RequestLimits {
-    /// Seconds until unanswered samples are cancelled (at most the server's --request-timeout).
-    #[serde(default)]
-    pub deadline_secs: Option<f64>,
-}
-
-/// A request body within the server's limit (413 as JSON past it).
-pub fn body(state: &AppState, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
-    let limit = state.cfg.max_body_bytes;
-    match body {
-        Ok(b) if b.len() > limit => Err(too_large(limit)),
-        Ok(b) => Ok(b),
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large(limit)),
-        Err(e) => Err(ApiError::new(
-            e.status(),
-            format!("cannot read the request body: {e}"),
-        )),
-    }
-}
-
-fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        format!("request body larger than {limit} bytes"),
-    )
-    .hint("send fewer samples per request, or start the server with a larger --max-body-mb")
-}
-
-/// Parses a JSON body; the error names the field serde stopped at.
-pub fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
-}
-
-pub fn parse_subset(s: Option<&str>) -> Result<Option<Subset>, ApiError> {
-    s.map(|s| {
-        s.parse::<Subset>()
-            .map_err(|e| ApiError::bad_request(format!("field `subset`: {e}")))
-    })
-    .transpose()
-}
-
-pub fn parse_split(s: Option<&str>) -> Result<Option<Split>, ApiError> {
-    s.map(|s| {
-        s.parse::<Split>()
-            .map_err(|e| ApiError::bad_request(format!("field `split`: {e}")))
-    })
-    .transpose()
-}
 
 /// Checks a native request and turns it into a submission.
 fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSample>, ApiError> {
@@ -143,17 +55,6 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
         state.catalog.read_answers(&mut out)?;
     }
     Ok(out)
-}
-
-pub fn deadline_of(state: &AppState, limits: Option<&RequestLimits>) -> Result<Duration, ApiError> {
-    let max = state.cfg.request_timeout;
-    match limits.and_then(|l| l.deadline_secs) {
-        None => Ok(max),
-        Some(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s).min(max)),
-        Some(s) => Err(ApiError::bad_request(format!(
-            "field `limits.deadline_secs`: {s} is not a positive number of seconds"
-        ))),
-    }
 }
 
 fn wants_ndjson(headers: &HeaderMap) -> bool {

@@ -17,10 +17,11 @@ use bcb_sanitize::{AnswerText, ReadAs};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::{body, json_response, parse, parse_split, parse_subset};
+use crate::api::json_response;
 use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::request::{body, parse, parse_split, parse_subset};
 use crate::run;
 use crate::shed::Clients;
 use crate::AppState;

@@ -34,6 +34,7 @@ mod error;
 mod fusion;
 mod metrics;
 mod openrlhf;
+mod request;
 mod run;
 mod runcode;
 mod shed;

@@ -19,10 +19,11 @@ use bcb_execute::Status;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::{body, json_response, parse};
+use crate::api::json_response;
 use crate::backend::{Code, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::request::{body, parse};
 use crate::run;
 use crate::shed::Clients;
 use crate::AppState;

@@ -26,10 +26,11 @@ use base64::Engine as _;
 use bcb_execute::{Outcome, ScriptEnd, ScriptInput, Status};
 use serde::{Deserialize, Serialize};
 
-use crate::api::{body, json_response, parse};
+use crate::api::json_response;
 use crate::backend::{DeliverScript, ScriptJob, ScriptRequest};
 use crate::error::ApiError;
 use crate::metrics::VerdictKind;
+use crate::request::{body, parse};
 use crate::run::{self, Admission};
 use crate::shed::Clients;
 use crate::AppState;

@@ -15,49 +15,14 @@ use bcb_eval::limits::{ground_truth_time_limit, sample_time_limit};
 use bcb_eval::{assemble, build_report, SampleRun, Samples};
 use bcb_execute::Outcome;
 use bcb_samples::{Origin, Sample, SampleBody};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::{deadline_of, parse_split, parse_subset, EvaluateRequest};
 use crate::backend::{Code, EngineContext, SubmitOptions, SubmitSample};
 use crate::error::ApiError;
+use crate::request::{deadline_of, parse_split, parse_subset, EvaluateRequest, UpstreamOptions};
 use crate::run;
 use crate::shed::Clients;
 use crate::AppState;
-
-/// The original evaluator's inputs besides `samples`, `split`, `subset` and `calibrated`
-/// (the request's own fields). `parallel` is not among them: the server's workers are shared.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamOptions {
-    /// The samples file's name: `model` in pass_at_k is taken from it, as upstream does.
-    pub file_name: String,
-    /// `"1,5,10"`, as `--pass_k` takes it.
-    #[serde(default = "default_pass_k")]
-    pub pass_k: String,
-    /// `selective_evaluate`: `"13,15"` or full ids; empty: every task of the subset.
-    #[serde(default)]
-    pub ids: String,
-    /// Time limits from the 20 s fallback instead of the ground truth; gt_pass_rate 0.0.
-    #[serde(default)]
-    pub no_gt: bool,
-    /// Only the ground truth of the selected tasks (the server's, checked at its start).
-    #[serde(default)]
-    pub check_gt_only: bool,
-    /// The limits the client expects (seconds, MB); each must give the server's limits.
-    #[serde(default)]
-    pub min_time_limit: Option<f64>,
-    #[serde(default)]
-    pub max_as_limit: Option<u64>,
-    #[serde(default)]
-    pub max_data_limit: Option<u64>,
-    #[serde(default)]
-    pub max_stack_limit: Option<u64>,
-}
-
-fn default_pass_k() -> String {
-    "1,5,10".into()
-}
 
 /// Answers an `upstream` request: `{"eval_results", "pass_at_k"}`, or for `check_gt_only`
 /// `{"eval_results": {}, "pass_at_k": {"gt_pass_rate", "failed_tasks"}}`.

@@ -12,5 +12,5 @@ pub fn runtime_key(python: &Path) -> String {
     } else {
         format!("python:{}", python.display())
     };
-    format!("{env} harness:{}", super::slot::harness_digest())
+    format!("{env} harness:{}", super::launch::harness_digest())
 }

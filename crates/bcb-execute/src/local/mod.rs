@@ -5,6 +5,7 @@
 
 pub mod env;
 mod freeze;
+mod launch;
 mod pool;
 mod process;
 mod procfs;

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::freeze::Seat;
+use super::launch::PRELOAD;
 use super::process::{run_cold, setup_failure, Base};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::run_queue;
-use super::slot::{Slot, SlotSpec, PRELOAD};
+use super::slot::{Slot, SlotSpec};
 use super::verdict::{read_job_result, slot_failure, Reading};
 use super::zygote::Zygote;
 use crate::intake::{run_via_serve, JobSource, OnServed};

@@ -8,9 +8,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use super::freeze::Seat;
+use super::launch::{sample_env, HARNESS};
 use super::sandbox::{host_isolation, Isolation, SlotCgroups};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
-use super::slot::{sample_env, Slot, SlotSpec, HARNESS};
+use super::slot::{Slot, SlotSpec};
 use super::verdict::{read_job_result, slot_failure, Reading};
 use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};

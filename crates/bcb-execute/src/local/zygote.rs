@@ -19,8 +19,8 @@ use nix::sys::socket::{
 };
 use serde::Deserialize;
 
+use super::launch::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
 use super::schedule::note_spawner;
-use super::slot::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
 
 /// The warm interpreter slots are forked from; `fork` waits for its imports the first time.
 pub(crate) struct Zygote {
