@@ -3,7 +3,7 @@
 //! process made is removed (a frozen sample takes no signal, so one left behind would stay
 //! frozen for good), and a remote run that ends itself cleanly (E2B kills its sandbox) sees
 //! [`requested`] and stops. A bcb killed by SIGKILL runs none of this: the next bcb's
-//! isolation probe sweeps what it left (`local::sandbox::sweep_stale_cgroups`).
+//! isolation probe sweeps what it left (`local::cgroups::sweep_stale_cgroups`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

@@ -3,12 +3,14 @@
 //! sample; [`PoolExecutor`] keeps pre-warmed interpreters and forks one child per sample.
 //! [`env`] manages the Python evaluation environment those interpreters come from.
 
+mod cgroups;
 pub mod env;
 mod freeze;
 mod launch;
 mod pool;
 mod process;
 mod procfs;
+mod protection;
 mod sandbox;
 mod schedule;
 mod slot;
@@ -16,9 +18,10 @@ mod verdict;
 mod wire;
 mod zygote;
 
+pub(crate) use cgroups::teardown;
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
-pub(crate) use sandbox::teardown;
-pub use sandbox::{host_isolation, landlock_abi, Isolation, Protection, ProtectionKind};
+pub use protection::{Protection, ProtectionKind};
+pub use sandbox::{host_isolation, landlock_abi, Isolation};
 pub use schedule::default_max_in_flight;
 pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};

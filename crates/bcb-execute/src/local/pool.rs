@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::cgroups::SlotCgroups;
 use super::freeze::Seat;
 use super::launch::PRELOAD;
 use super::process::{run_cold, setup_failure, Base};
-use super::sandbox::{host_isolation, Isolation, SlotCgroups};
+use super::sandbox::{host_isolation, Isolation};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec};
 use super::verdict::{read_job_result, slot_failure, Reading};

@@ -7,9 +7,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use super::cgroups::SlotCgroups;
 use super::freeze::Seat;
 use super::launch::{sample_env, HARNESS};
-use super::sandbox::{host_isolation, Isolation, SlotCgroups};
+use super::sandbox::{host_isolation, Isolation};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{Slot, SlotSpec};
 use super::verdict::{read_job_result, slot_failure, Reading};

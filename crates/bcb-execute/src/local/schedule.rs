@@ -19,7 +19,7 @@
 //!
 //! Samples admitted beyond `workers` never take a core from the others: they run at the
 //! lowest CPU weight, their clocks credited with the time they wait for a core, or, without
-//! a cpu cgroup, the governor (`freeze.rs`), run by the same sampler thread, freezes them
+//! a cpu cgroup, the governor (`freeze/`), run by the same sampler thread, freezes them
 //! while our demand exceeds the cores and stops their clocks meanwhile. Roles follow running
 //! samples: the first `workers` in flight are primary, and when one ends the oldest extra
 //! takes its place.
@@ -52,7 +52,7 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// Cores of our own demand below `workers` needed to admit one more sample.
 const MIN_IDLE_CORES: f64 = 0.5;
 /// Idle cores of the machine needed to admit one more sample: a quarter of a core is worth
-/// filling, since an extra sample takes only what the others leave (`freeze.rs`).
+/// filling, since an extra sample takes only what the others leave (`freeze/`).
 const ADMIT_IDLE_CORES: f64 = 0.25;
 /// Demand samples whose maximum counts (one per interval): a CPU-bound sample between two
 /// tests or waiting on a read for a moment is not mistaken for a sleeper, and a sample

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::cgroups::thaw_cgroup;
 use super::freeze::{Freezable, Seat, FREEZE_BUDGET};
 use super::launch::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
-use super::sandbox::{thaw_cgroup, Isolation};
+use super::sandbox::Isolation;
 use super::schedule::note_spawner;
 use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
 use super::zygote::{ForkedSlot, Zygote};
@@ -29,7 +30,7 @@ pub(crate) struct SlotSpec {
     pub env: Vec<(String, String)>,
     pub preload: Vec<String>,
     pub cgroups: Vec<PathBuf>,
-    /// The freezer cgroup among `cgroups`: the sample can be frozen (see `freeze.rs`).
+    /// The freezer cgroup among `cgroups`: the sample can be frozen (see `freeze/`).
     pub freezer: Option<PathBuf>,
     /// The cpu cgroup among `cgroups`: the sample's CPU weight follows its role.
     pub cpu: Option<PathBuf>,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::weights::{next_weight, Seen, Weighing, PRIMARY_CPU_SHARES};
 use super::FREEZE_BUDGET;
+use crate::local::cgroups::thaw_cgroup;
 use crate::local::procfs::{cgroup_cpu_ticks, thread_times, ThreadTimes};
-use crate::local::sandbox::thaw_cgroup;
 use crate::local::wire::Control;
 
 #[derive(Default)]
