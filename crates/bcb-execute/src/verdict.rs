@@ -260,6 +260,25 @@ pub enum Remark {
 }
 
 impl Remark {
+    /// Its kind, as serialized (`killed_at_deadline`, `early_exit`, ...): the name flags and
+    /// reports give it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Remark::KilledAtDeadline => "killed_at_deadline",
+            Remark::KilledByMemoryLimit => "killed_by_memory_limit",
+            Remark::KilledBySignal { .. } => "killed_by_signal",
+            Remark::SupervisorHung { .. } => "supervisor_hung",
+            Remark::HarnessExit { .. } => "harness_exit",
+            Remark::HarnessError { .. } => "harness_error",
+            Remark::EarlyExit { .. } => "early_exit",
+            Remark::Integrity { .. } => "integrity",
+            Remark::InSampleAlarm => "in_sample_alarm",
+            Remark::Skipped { .. } => "skipped",
+            Remark::RetriedCold { .. } => "retried_cold",
+            Remark::Other { .. } => "other",
+        }
+    }
+
     /// The executor killed the sample (time, memory, a signal, a hung supervisor): the
     /// machine's load may have had a hand in it.
     pub fn is_kill(&self) -> bool {
@@ -379,5 +398,31 @@ mod tests {
         assert!(Remark::Skipped { tests: 1 }.keeps_verdict_reusable());
         assert!(!Remark::KilledByMemoryLimit.keeps_verdict_reusable());
         assert!(!Remark::HarnessExit { code: 70 }.keeps_verdict_reusable());
+    }
+
+    /// `Remark::kind` is the name its serialized form carries, for every variant.
+    #[test]
+    fn a_remarks_kind_is_its_serialized_tag() {
+        let text = |t: &str| t.to_string();
+        for r in [
+            Remark::KilledAtDeadline,
+            Remark::KilledByMemoryLimit,
+            Remark::KilledBySignal { signal: 9 },
+            Remark::SupervisorHung { message: text("m") },
+            Remark::HarnessExit { code: 70 },
+            Remark::HarnessError { message: text("m") },
+            Remark::EarlyExit { code: 0 },
+            Remark::Integrity { problem: text("p") },
+            Remark::InSampleAlarm,
+            Remark::Skipped { tests: 1 },
+            Remark::RetriedCold {
+                after: Box::new(Remark::InSampleAlarm),
+                then: None,
+            },
+            Remark::Other { text: text("t") },
+        ] {
+            let v = serde_json::to_value(&r).unwrap();
+            assert_eq!(v["kind"], r.kind(), "{r:?}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::backend::{Code, SubmitOptions, SubmitSample};
+use crate::backend::{SampleBody, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::request::{body, deadline_of, parse, parse_split, parse_subset, EvaluateRequest};
@@ -32,8 +32,8 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
     for (i, s) in req.samples.iter().enumerate() {
         let task_id = Catalog::normalize_id(&s.task_id);
         let code = match (&s.solution, &s.completion) {
-            (Some(c), None) => Code::Solution(c.clone()),
-            (None, Some(c)) => Code::Completion(c.clone()),
+            (Some(c), None) => SampleBody::Solution(c.clone()),
+            (None, Some(c)) => SampleBody::Completion(c.clone()),
             (Some(_), Some(_)) => {
                 return Err(ApiError::bad_request(format!(
                     "samples[{i}] ({}): both `solution` and `completion`; send one",
@@ -47,7 +47,10 @@ fn samples_of(state: &AppState, req: &EvaluateRequest) -> Result<Vec<SubmitSampl
                 )))
             }
         };
-        out.push(SubmitSample { task_id, code });
+        out.push(SubmitSample {
+            task_id,
+            body: code,
+        });
     }
     let ids: Vec<&str> = out.iter().map(|s| s.task_id.as_str()).collect();
     state.catalog.check(req.version.as_deref(), subset, &ids)?;

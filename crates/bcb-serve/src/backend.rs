@@ -6,40 +6,10 @@
 
 use std::sync::Arc;
 
-pub use bcb_eval::ScriptRequest;
-use bcb_eval::{GroundTruth, Origin, Settings};
+use bcb_eval::{GroundTruth, Settings};
+pub use bcb_eval::{ScriptRequest, SubmitOptions, SubmitSample, Verdict};
 use bcb_execute::{ExecError, Outcome};
-
-/// The code of one sample, as the samples files carry it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Code {
-    /// A whole program (`solution`).
-    Solution(String),
-    /// Continues the task's `complete_prompt` (`completion`), as upstream joins it.
-    Completion(String),
-}
-
-/// One sample of a submission.
-#[derive(Debug, Clone)]
-pub struct SubmitSample {
-    pub task_id: String,
-    pub code: Code,
-}
-
-/// Per-submission options that change a verdict.
-#[derive(Debug, Clone, Copy)]
-pub struct SubmitOptions {
-    /// Execute `code_prompt + "\n    pass\n" + solution` (upstream default).
-    pub calibrated: bool,
-}
-
-/// A verdict and where it came from (executed, dedup, verdict cache, tamper refusal), when
-/// the engine says.
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    pub outcome: Outcome,
-    pub origin: Option<Origin>,
-}
+pub use bcb_samples::SampleBody;
 
 /// Where a submission's answers go, `(index in the submission, verdict or why none)`, called
 /// from whichever thread has one; dropped once every answer was delivered or dropped.

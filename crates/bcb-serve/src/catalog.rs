@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use bcb_dataset::{Dataset, Split, Subset, Task};
 use bcb_sanitize::{AnswerText, Reading};
 
-use crate::backend::{Code, SubmitSample};
+use crate::backend::{SampleBody, SubmitSample};
 use crate::error::ApiError;
 
 pub struct Catalog {
@@ -103,11 +103,11 @@ impl Catalog {
     /// model's raw answer ([`AnswerText::Raw`]), a `Completion` continues the prompt.
     pub fn read_answers(&self, samples: &mut [SubmitSample]) -> Result<(), ApiError> {
         for s in samples {
-            let text = match &s.code {
-                Code::Solution(t) => AnswerText::Raw(t),
-                Code::Completion(t) => AnswerText::Completion(t),
+            let text = match &s.body {
+                SampleBody::Solution(t) => AnswerText::Raw(t),
+                SampleBody::Completion(t) => AnswerText::Completion(t),
             };
-            s.code = Code::Solution(self.read_answer(&s.task_id, text)?.code);
+            s.body = SampleBody::Solution(self.read_answer(&s.task_id, text)?.code);
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::api::json_response;
-use crate::backend::{Code, SubmitOptions, SubmitSample};
+use crate::backend::{SampleBody, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::request::{body, parse, parse_split, parse_subset};
@@ -237,7 +237,7 @@ async fn submit_inner(
         ReadAs::Solution => (read.code.clone(), read.code.clone()),
         ReadAs::Completion => (req.completion.clone(), read.code.clone()),
     };
-    let code = Code::Solution(read.code);
+    let code = SampleBody::Solution(read.code);
     let test_code = task.test.clone();
     let calibrated = req
         .config
@@ -247,7 +247,7 @@ async fn submit_inner(
         state,
         vec![SubmitSample {
             task_id: task_id.clone(),
-            code,
+            body: code,
         }],
         SubmitOptions { calibrated },
         state.cfg.request_timeout,

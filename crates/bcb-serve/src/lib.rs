@@ -42,7 +42,7 @@ mod upstream;
 pub mod warm;
 
 pub use backend::{
-    Code, Deliver, DeliverScript, EngineContext, ScriptJob, ScriptRequest, Stats, Submission,
+    Deliver, DeliverScript, EngineContext, SampleBody, ScriptJob, ScriptRequest, Stats, Submission,
     SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 pub use catalog::Catalog;

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::api::json_response;
-use crate::backend::{Code, SubmitOptions, SubmitSample};
+use crate::backend::{SampleBody, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::request::{body, parse};
@@ -95,7 +95,7 @@ async fn reward_inner(
         };
         samples.push(SubmitSample {
             task_id,
-            code: Code::Solution(answer.to_string()),
+            body: SampleBody::Solution(answer.to_string()),
         });
     }
     let ids: Vec<&str> = samples.iter().map(|s| s.task_id.as_str()).collect();

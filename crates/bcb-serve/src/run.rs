@@ -257,34 +257,20 @@ fn answer(state: &AppState, index: usize, task_id: String, v: Verdict) -> Sample
     };
     let mut flags = Vec::new();
     match v.origin {
-        Some(Origin::Cached) => {
+        Origin::Cached => {
             state.metrics.cache_hit();
             flags.push("cached".to_string());
         }
-        Some(Origin::Duplicate) => {
+        Origin::Duplicate => {
             state.metrics.dedup_hit();
             flags.push("duplicate".to_string());
         }
-        Some(Origin::Refused) => flags.push("tamper_refused".to_string()),
-        Some(Origin::Executed) => {}
-        None => {
-            let refused = o
-                .details
-                .module_error()
-                .is_some_and(|e| e.starts_with("bcb: refused by the tamper scan"));
-            if refused {
-                flags.push("tamper_refused".to_string());
-            }
-        }
+        Origin::Refused => flags.push("tamper_refused".to_string()),
+        Origin::Executed => {}
     }
     // The executor's remark (killed at the deadline, memory limit, early exit...) by its kind.
-    if let Some(kind) = o
-        .remark
-        .as_ref()
-        .and_then(|r| serde_json::to_value(r).ok())
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-    {
-        flags.push(kind);
+    if let Some(r) = &o.remark {
+        flags.push(r.kind().to_string());
     }
     SampleResult {
         index,

@@ -17,7 +17,7 @@ use bcb_execute::Outcome;
 use bcb_samples::{Origin, Sample, SampleBody};
 use serde_json::{json, Value};
 
-use crate::backend::{Code, EngineContext, SubmitOptions, SubmitSample};
+use crate::backend::{EngineContext, SubmitOptions, SubmitSample};
 use crate::error::ApiError;
 use crate::request::{deadline_of, parse_split, parse_subset, EvaluateRequest, UpstreamOptions};
 use crate::run;
@@ -68,7 +68,7 @@ pub async fn evaluate(
         .iter()
         .map(|p| SubmitSample {
             task_id: p.id.task_id.clone(),
-            code: Code::Solution(p.solution.to_string()),
+            body: SampleBody::Solution(p.solution.to_string()),
         })
         .collect();
     let n = submit.len();

@@ -5,11 +5,10 @@
 use std::sync::{Arc, RwLock};
 
 use bcb_eval::{SessionError, WarmSession};
-use bcb_samples::SampleBody;
 
 use crate::backend::{
-    Code, Deliver, DeliverScript, EngineContext, ScriptJob, ScriptRequest, Stats, Submission,
-    SubmitError, SubmitOptions, SubmitSample, Verdict, Verdicts,
+    Deliver, DeliverScript, EngineContext, ScriptJob, ScriptRequest, Stats, Submission,
+    SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 
 pub struct WarmVerdicts {
@@ -53,32 +52,9 @@ impl Verdicts for WarmVerdicts {
     ) -> Result<Box<dyn Submission>, SubmitError> {
         let guard = self.session.read().unwrap();
         let session = guard.as_ref().ok_or(SubmitError::Closed)?;
-        let samples = samples
-            .into_iter()
-            .map(|s| bcb_eval::SubmitSample {
-                task_id: s.task_id,
-                body: match s.code {
-                    Code::Solution(c) => SampleBody::Solution(c),
-                    Code::Completion(c) => SampleBody::Completion(c),
-                },
-            })
-            .collect();
+
         let sub = session
-            .submit_with(
-                samples,
-                bcb_eval::SubmitOptions {
-                    calibrated: opts.calibrated,
-                },
-                move |(index, result)| {
-                    deliver(
-                        index,
-                        result.map(|v| Verdict {
-                            outcome: v.outcome,
-                            origin: Some(v.origin),
-                        }),
-                    )
-                },
-            )
+            .submit_with(samples, opts, move |(index, result)| deliver(index, result))
             .map_err(|e| match e {
                 SessionError::UnknownTasks(ids) => SubmitError::UnknownTasks(ids),
                 SessionError::Closed => SubmitError::Closed,

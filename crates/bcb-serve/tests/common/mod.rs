@@ -14,8 +14,8 @@ use bcb_dataset::{Dataset, Split, Subset};
 use bcb_eval::Origin;
 use bcb_execute::{Details, ExecError, Outcome, Remark, ScriptEnd, ScriptRun, Status};
 use bcb_serve::{
-    AppState, Catalog, Code, Deliver, DeliverScript, ScriptJob, ScriptRequest, ServeConfig, Stats,
-    Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
+    AppState, Catalog, Deliver, DeliverScript, SampleBody, ScriptJob, ScriptRequest, ServeConfig,
+    Stats, Submission, SubmitError, SubmitOptions, SubmitSample, Verdicts,
 };
 
 #[derive(Default)]
@@ -71,8 +71,8 @@ impl Verdicts for FakeEngine {
             let mut order: Vec<(usize, String)> = samples
                 .into_iter()
                 .enumerate()
-                .map(|(i, s)| match s.code {
-                    Code::Solution(c) | Code::Completion(c) => (i, c),
+                .map(|(i, s)| match s.body {
+                    SampleBody::Solution(c) | SampleBody::Completion(c) => (i, c),
                 })
                 .collect();
             order.sort_by_key(|(_, c)| sleep_ms(c));
@@ -162,7 +162,7 @@ fn verdict(status: Status, details: Details) -> bcb_serve::backend::Verdict {
     outcome.cpu_secs = Some(0.002);
     bcb_serve::backend::Verdict {
         outcome,
-        origin: Some(Origin::Executed),
+        origin: Origin::Executed,
     }
 }
 
