@@ -14,20 +14,7 @@ import json
 import os
 import sys
 
-
-def journal_rows(path):
-    """(task_id, program, status, wall, cpu) of each record of a bcb journal."""
-    rows = []
-    for line in open(path):
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if "bcb_journal" in r or "id" not in r:
-            continue
-        rows.append((r["id"]["task_id"], json.dumps(r["id"].get("program")), r["status"],
-                     r.get("wall_secs") or 0.0, r.get("cpu_secs") or 0.0))
-    return rows
+from journal import rows as journal_rows
 
 
 def results_rows(path):

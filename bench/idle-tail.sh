@@ -63,55 +63,18 @@ run() { # name binary
         --no-gt --timeout "$timeout" --parallel "$parallel" -q >"$dir/out" 2>"$dir/err" &
     local pid=$!
     # Stamp journal lines as they arrive (the journal is deleted when the run ends).
-    "$py" - "$dir" "$pid" >"$dir/stamped.jsonl" <<'PY'
-import glob, json, os, sys, time
-d, pid = sys.argv[1], int(sys.argv[2])
-t0, pos, buf, path = time.time(), 0, b"", None
-def alive():
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
-while True:
-    running = alive()
-    path = path or next(iter(glob.glob(d + "/*.partial.jsonl")), None)
-    if path:
-        try:
-            with open(path, "rb") as f:
-                f.seek(pos)
-                chunk = f.read()
-            pos += len(chunk)
-            buf += chunk
-        except FileNotFoundError:
-            pass
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            r = json.loads(line)
-            if "id" in r:
-                print(json.dumps({"t": time.time() - t0, "task_id": r["id"]["task_id"],
-                                  "status": r["status"], "wall": r.get("wall_secs") or 0.0,
-                                  "cpu": r.get("cpu_secs") or 0.0}), flush=True)
-    if not running:
-        break
-    time.sleep(0.1)
-PY
+    "$py" "$here/bench/journal.py" stamp "$dir" "$pid" >"$dir/stamped.jsonl"
     wait "$pid" || true
 }
 
 [ -n "${BASELINE_BCB:-}" ] && run baseline "$BASELINE_BCB"
 run current "$current"
 
-"$py" - "$out" "$limit" "$parallel" <<'PY'
-import json, os, sys
+PYTHONPATH="$here/bench" "$py" - "$out" "$limit" "$parallel" <<'PY'
+import sys
+from journal import stamped_runs
 out, limit, cores = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-for name in ("baseline", "current"):
-    d = os.path.join(out, name)
-    if not os.path.exists(os.path.join(d, "time")):
-        continue
-    rows = [json.loads(l) for l in open(os.path.join(d, "stamped.jsonl"))]
-    # The last line (time adds "Command exited with non-zero status N" before it).
-    wall, rss = open(os.path.join(d, "time")).read().split("\n")[-2].split()
+for name, d, rows, wall, rss in stamped_runs(out):
     if not rows:
         print(f"{name:9s} no verdicts seen (see {d}/err)")
         continue
@@ -121,7 +84,7 @@ for name in ("baseline", "current"):
     sleepers = [(r["t"] - r["wall"], r["t"]) for r in rows if r["status"] == "timeout"]
     together = max((sum(1 for s, e in sleepers if s < end <= e) for _, end in sleepers), default=0)
     floor = sum(r.get("cpu", 0.0) for r in rows) / cores
-    print(f"{name:9s} wall {float(wall):6.1f}s  CPU floor {floor:6.1f}s  peak RSS {int(rss) / 1024:6.1f} MB  "
+    print(f"{name:9s} wall {wall:6.1f}s  CPU floor {floor:6.1f}s  peak RSS {rss / 1024:6.1f} MB  "
           f"verdicts {len(rows)}  timeouts {len(sleepers)}  limit {limit:.0f}s")
     print(f"{'':9s} tail after the last non-timeout verdict {last - last_ok:6.1f}s = "
           f"{(last - last_ok) / limit:.2f} x limit (goal <= 1.1); sleepers in flight together: {together}")

@@ -45,42 +45,7 @@ run() { # name binary
         "$bin" evaluate --samples "$dir/$file" --no-gt --parallel "$parallel" -q "${ids[@]}" \
         >"$dir/out" 2>"$dir/err" &
     local pid=$!
-    python3 - "$dir" "$pid" >"$dir/stamped.jsonl" <<'PY'
-import glob, json, os, sys, time
-d, pid = sys.argv[1], int(sys.argv[2])
-t0, pos, buf, path = time.time(), 0, b"", None
-def alive():
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
-while True:
-    running = alive()
-    path = path or next(iter(glob.glob(d + "/*.partial.jsonl")), None)
-    if path:
-        try:
-            with open(path, "rb") as f:
-                f.seek(pos)
-                chunk = f.read()
-            pos += len(chunk)
-            buf += chunk
-        except FileNotFoundError:
-            pass
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "id" in r:
-                print(json.dumps({"t": time.time() - t0, "task_id": r["id"]["task_id"],
-                                  "status": r["status"], "wall": r.get("wall_secs") or 0.0,
-                                  "cpu": r.get("cpu_secs") or 0.0}), flush=True)
-    if not running:
-        break
-    time.sleep(0.1)
-PY
+    python3 "$here/bench/journal.py" stamp "$dir" "$pid" >"$dir/stamped.jsonl"
     wait "$pid" || true
 }
 
@@ -103,16 +68,11 @@ if [[ "${ORIGINAL:-}" == 1 ]]; then
         { echo "the original failed; see $dir/err" >&2; tail -5 "$dir/err" >&2; }
 fi
 
-FILE=$file python3 - "$out" "$parallel" <<'PY'
+FILE=$file PYTHONPATH="$here/bench" python3 - "$out" "$parallel" <<'PY'
 import json, os, sys
+from journal import stamped_runs
 out, cores = sys.argv[1], int(sys.argv[2])
-for name in ("baseline", "current"):
-    d = os.path.join(out, name)
-    if not os.path.exists(os.path.join(d, "time")):
-        continue
-    rows = [json.loads(l) for l in open(os.path.join(d, "stamped.jsonl"))]
-    wall, rss = open(os.path.join(d, "time")).read().split("\n")[-2].split()
-    wall = float(wall)
+for name, d, rows, wall, rss in stamped_runs(out):
     if not rows:
         print(f"{name:9s} no verdicts seen (see {d}/err)")
         continue
@@ -125,7 +85,7 @@ for name in ("baseline", "current"):
     timeouts = sorted((r["t"] - r["wall"], r["task_id"]) for r in rows if r["status"] == "timeout")
     rank = lambda s: sum(1 for x in starts if x <= s)
     print(f"{name:9s} wall {wall:7.1f}s  CPU floor {floor:7.1f}s (sum {floor * cores:.0f}s / {cores})  "
-          f"wall/floor {wall / floor:.2f} (goal <= 1.10)  peak RSS {int(rss) / 1024:.0f} MB  samples run {len(rows)}")
+          f"wall/floor {wall / floor:.2f} (goal <= 1.10)  peak RSS {rss / 1024:.0f} MB  samples run {len(rows)}")
     print(f"{'':9s} longest sample {longest['wall']:.1f}s ({longest['task_id']}); tail after the last "
           f"non-timeout verdict {tail:.1f}s; timeouts {len(timeouts)} started at " +
           ", ".join(f"{s:.0f}s (#{rank(s)}, {t.split('/')[1]})" for s, t in timeouts))

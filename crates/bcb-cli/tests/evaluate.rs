@@ -10,15 +10,6 @@ use serde_json::{json, Value};
 /// Fast tasks with light (0, 4) and heavy (9: pandas/seaborn) imports.
 const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
 
-fn canonical(env: &evalkit::Env, id: &str) -> String {
-    let t = env.task(id);
-    format!(
-        "{}\n{}",
-        t["complete_prompt"].as_str().unwrap(),
-        t["canonical_solution"].as_str().unwrap()
-    )
-}
-
 const WRONG: &str = "def task_func(*args, **kwargs):\n    return None\n";
 
 #[test]
@@ -28,7 +19,7 @@ fn canonical_samples_pass_and_files_match_upstream_schema() {
     let mut rows = Vec::new();
     for id in TASKS {
         let t = env.task(id);
-        rows.push(json!({"task_id": id, "solution": canonical(&env, id)}));
+        rows.push(json!({"task_id": id, "solution": env.canonical(id)}));
         // The completion form: the prompt is prepended.
         rows.push(json!({"task_id": id, "completion": t["canonical_solution"]}));
     }
@@ -126,17 +117,7 @@ print('ok')"#,
     );
 
     // A second run loads the results (as upstream) instead of executing again.
-    let again = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        ids,
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
+    let again = env.evaluate(ids, &samples, &[]);
     assert!(again.status.success());
     assert!(
         stderr(&again).contains("Loading previous results"),
@@ -156,26 +137,12 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
             json!({"task_id": "BigCodeBench/0", "solution": "raise RuntimeError('boom')\n"}),
             json!({"task_id": "BigCodeBench/0", "solution": "def task_func(*args, **kwargs):\n    while True:\n        pass\n"}),
             json!({"task_id": "BigCodeBench/0", "solution": "def task_func(:\n    return 1\n"}),
-            json!({"task_id": "BigCodeBench/4", "solution": canonical(&env, "BigCodeBench/4")}),
+            json!({"task_id": "BigCodeBench/4", "solution": env.canonical("BigCodeBench/4")}),
         ],
     );
     let start = Instant::now();
     // --timeout 2: the limit becomes max(2, min-time-limit, GT time) + 1 = 3 s for these tasks.
-    let out = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "0,4",
-        "--timeout",
-        "2",
-        "--pass-k",
-        "1",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
+    let out = env.evaluate("0,4", &samples, &["--timeout", "2", "--pass-k", "1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let results = read_json(&env.path("bad_eval_results.json"));
     let r0 = results["eval"]["BigCodeBench/0"].as_array().unwrap();
@@ -257,7 +224,7 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
 fn pass_at_k_matches_the_estimator_for_five_samples() {
     let Some(env) = evalkit::env() else { return };
     let samples = env.path("five.jsonl");
-    let good0 = canonical(&env, "BigCodeBench/0");
+    let good0 = env.canonical("BigCodeBench/0");
     let mut rows = Vec::new();
     // Task 0: c = 2 of n = 5; task 4: c = 0 of 5.
     for i in 0..5 {
@@ -270,20 +237,7 @@ fn pass_at_k_matches_the_estimator_for_five_samples() {
         rows.push(json!({"task_id": "BigCodeBench/4", "solution": WRONG}));
     }
     write_jsonl(&samples, &rows);
-    let out = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "0,4",
-        "--no-gt",
-        "--pass-k",
-        "1,2,5,10",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
+    let out = env.evaluate("0,4", &samples, &["--no-gt", "--pass-k", "1,2,5,10"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let pk = read_json(&env.path("five_pass_at_k.json"));
     // pass@k(n=5,c=2) = 1 - C(3,k)/C(5,k): k=1 0.4, k=2 0.7, k=5 1.0; task 4 gives 0.
@@ -340,17 +294,7 @@ fn broken_samples_files_name_file_and_line() {
     for (name, content, expected) in cases {
         let path = env.path(name);
         std::fs::write(&path, content).unwrap();
-        let out = env.run(&[
-            "evaluate",
-            "--split",
-            "complete",
-            "--subset",
-            "full",
-            "--ids",
-            "0",
-            "--samples",
-            path.to_str().unwrap(),
-        ]);
+        let out = env.evaluate("0", &path, &[]);
         assert_eq!(out.status.code(), Some(2), "{name}");
         let err = stderr(&out);
         assert!(err.contains(expected), "expected {expected:?} in {err}");
@@ -362,17 +306,7 @@ fn broken_samples_files_name_file_and_line() {
     // Samples missing for a selected task: a clear error with the way out.
     let path = env.path("missing.jsonl");
     std::fs::write(&path, format!("{good}\n")).unwrap();
-    let out = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "0,4",
-        "--samples",
-        path.to_str().unwrap(),
-    ]);
+    let out = env.evaluate("0,4", &path, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("no samples for 1 of the 2 tasks"),
@@ -388,7 +322,7 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     for id in TASKS {
         for i in 0..4 {
             let sol = if i % 2 == 0 {
-                canonical(&env, id)
+                env.canonical(id)
             } else {
                 WRONG.to_string()
             };
@@ -483,7 +417,7 @@ fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
     let samples = env.path("q.jsonl");
     write_jsonl(
         &samples,
-        &[json!({"task_id": "BigCodeBench/0", "solution": canonical(&env, "BigCodeBench/0")})],
+        &[json!({"task_id": "BigCodeBench/0", "solution": env.canonical("BigCodeBench/0")})],
     );
     let run = |extra: &[&str]| {
         let mut args = vec![
@@ -575,7 +509,7 @@ fn term_dumb_and_pipes_get_plain_progress_lines_a_terminal_gets_a_bar() {
     let samples = env.path("t.jsonl");
     write_jsonl(
         &samples,
-        &[json!({"task_id": "BigCodeBench/4", "solution": canonical(&env, "BigCodeBench/4")})],
+        &[json!({"task_id": "BigCodeBench/4", "solution": env.canonical("BigCodeBench/4")})],
     );
     let args = [
         "evaluate",

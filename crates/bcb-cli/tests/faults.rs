@@ -17,21 +17,12 @@ use serde_json::{json, Value};
 
 const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
 
-fn canonical(env: &evalkit::Env, id: &str) -> String {
-    let t = env.task(id);
-    format!(
-        "{}\n{}",
-        t["complete_prompt"].as_str().unwrap(),
-        t["canonical_solution"].as_str().unwrap()
-    )
-}
-
 /// Two samples per task: the canonical solution and a wrong one; `sleepy` makes task 4's
 /// canonical sample sleep first (so a slot can be killed while it runs).
 fn samples(env: &evalkit::Env, name: &str, sleepy: bool) -> PathBuf {
     let mut rows = Vec::new();
     for id in TASKS {
-        let mut good = canonical(env, id);
+        let mut good = env.canonical(id);
         if sleepy && id == "BigCodeBench/4" {
             good.push_str("\nimport time as _t\n_t.sleep(4)\n");
         }

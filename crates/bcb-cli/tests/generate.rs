@@ -1,6 +1,8 @@
 //! `bcb generate` as a process, against the real llama.cpp test server (installed by
 //! .ci/setup-llm.sh; skipped with a message when absent unless BCB_REQUIRE_LLM=1).
 
+mod evalkit;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,15 +12,7 @@ use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, TestSer
 use serde_json::Value;
 
 fn bcb() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bcb"));
-    if std::env::var_os("BCB_DATASET_DIR").is_none() {
-        c.env(
-            "BCB_DATASET_DIR",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench"),
-        );
-    }
-    c.env("BCB_OFFLINE", "1");
-    c
+    evalkit::bcb_over(&evalkit::shared_dataset_dir())
 }
 
 fn rows(path: &Path) -> Vec<Value> {

@@ -4,27 +4,20 @@
 
 #![allow(clippy::print_stderr)] // tests tell the person running them what they measured
 
+mod evalkit;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, Fault, TestServer};
+use evalkit::shared_dataset_dir as dataset_dir;
 use serde_json::{json, Value};
 
-fn dataset_dir() -> PathBuf {
-    std::env::var_os("BCB_DATASET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
-        })
-}
-
 fn bcb() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bcb"));
-    c.env("BCB_DATASET_DIR", dataset_dir())
-        .env("BCB_OFFLINE", "1")
-        .env_remove("NO_COLOR")
+    let mut c = evalkit::bcb_over(&dataset_dir());
+    c.env_remove("NO_COLOR")
         .env_remove("OPENAI_API_KEY")
         .env_remove("HF_TOKEN")
         .env_remove("HF_INFERENCE_API_KEY");

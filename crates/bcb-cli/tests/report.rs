@@ -4,7 +4,7 @@
 mod evalkit;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -32,19 +32,7 @@ fn shared() -> Option<(PathBuf, PathBuf)> {
 }
 
 fn bcb(dataset: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
-        .args(args)
-        .env("BCB_DATASET_DIR", dataset)
-        .env("BCB_OFFLINE", "1")
-        .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
-        .output()
-        .expect("bcb runs");
-    eprintln!(
-        "$ bcb {}\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    evalkit::run_logged(evalkit::bcb_over(dataset), args)
 }
 
 fn file(real: &Path, model: &str) -> String {

@@ -27,27 +27,22 @@ fn samples_failing_on_a_coin_are_flaky() {
         .collect();
     let samples = env.path("coins.jsonl");
     write_jsonl(&samples, &rows);
-    let out = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
+    let out = env.evaluate(
         "4",
-        "--pass-k",
-        "1",
-        "--rerun-failures",
-        "14",
-        // Twelve independent coins: identical programs must each run (no dedup, no cache).
-        "--no-dedup",
-        "--no-cache",
-        // A fresh process per sample: each rerun round costs no pool start-up.
-        "--executor",
-        "process",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
+        &samples,
+        &[
+            "--pass-k",
+            "1",
+            "--rerun-failures",
+            "14",
+            // Twelve independent coins: identical programs must each run (no dedup, no cache).
+            "--no-dedup",
+            "--no-cache",
+            // A fresh process per sample: each rerun round costs no pool start-up.
+            "--executor",
+            "process",
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let results = read_json(&env.path("coins_eval_results.json"));
     let list = results["eval"]["BigCodeBench/4"].as_array().unwrap();

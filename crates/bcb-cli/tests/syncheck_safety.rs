@@ -2,16 +2,9 @@
 //! sample index, line, rule and snippet, a count per rule, `--format json`, and no change to
 //! the exit status (the report is information).
 
-use std::process::Command;
+mod evalkit;
 
 use serde_json::{json, Value};
-
-fn bcb(dataset_dir: &std::path::Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bcb"));
-    c.env("BCB_DATASET_DIR", dataset_dir)
-        .env("BCB_OFFLINE", "1");
-    c
-}
 
 #[test]
 fn safety_report_lists_findings_and_counts_per_rule() {
@@ -28,7 +21,7 @@ fn safety_report_lists_findings_and_counts_per_rule() {
     let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&samples, text).unwrap();
     let args = |extra: &[&str]| {
-        let mut c = bcb(&data);
+        let mut c = evalkit::bcb_over(&data);
         c.args(["syncheck", "--ids", "0,1", "--safety", "--samples"])
             .arg(&samples)
             .args(extra);
@@ -68,7 +61,7 @@ fn safety_report_lists_findings_and_counts_per_rule() {
         )
     );
     // JSON is the safety report's format only.
-    let out = bcb(&data)
+    let out = evalkit::bcb_over(&data)
         .args(["syncheck", "--format", "json", "--samples"])
         .arg(&samples)
         .output()

@@ -56,7 +56,6 @@ impl Task {
     }
 }
 
-/// The number in `BigCodeBench/N`.
 /// Task ids from a comma-separated list, bare numbers completed (`1,BigCodeBench/2` →
 /// `BigCodeBench/1`, `BigCodeBench/2`), as `--ids` / `--selective_evaluate` take them.
 pub fn parse_task_ids(list: &str) -> Vec<String> {
@@ -73,6 +72,7 @@ pub fn parse_task_ids(list: &str) -> Vec<String> {
         .collect()
 }
 
+/// The number in `BigCodeBench/N`.
 pub fn task_number(task_id: &str) -> Option<u32> {
     task_id.strip_prefix("BigCodeBench/")?.parse().ok()
 }

@@ -81,52 +81,20 @@ impl LocalServer {
             port,
             log,
         };
-        let deadline = Instant::now() + Duration::from_secs(180);
-        loop {
-            if rx.try_recv().is_ok() && server.healthy() {
-                return Ok(server);
-            }
-            if let Some(status) = server.child.try_wait()? {
-                anyhow::bail!(
-                    "the llama.cpp server exited ({status}) before it was ready; its log ({}) ends with:\n{}",
-                    server.log.display(),
-                    server.log_tail()
-                );
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!(
-                    "the llama.cpp server did not become ready in 180 s; log: {}",
-                    server.log.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_ready(
+            &mut server.child,
+            &server.log,
+            "the llama.cpp server",
+            Duration::from_secs(180),
+            "did not become ready in 180 s",
+            Duration::from_millis(100),
+            || rx.try_recv().is_ok() && healthy(port),
+        )?;
+        Ok(server)
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn healthy(&self) -> bool {
-        use std::io::Write;
-        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .is_err()
-        {
-            return false;
-        }
-        let mut buf = String::new();
-        let _ = s.read_to_string(&mut buf);
-        buf.starts_with("HTTP/1.1 200")
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
+        loopback_url(self.port)
     }
 }
 
@@ -134,22 +102,87 @@ impl Drop for LocalServer {
     fn drop(&mut self) {
         // EOF on stdin is the launcher's cue to shut the server down cleanly.
         self._stdin.take();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_file(&self.log);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !exits_within(&mut self.child, Duration::from_secs(5)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
     }
+}
+
+/// The address of a server on the loopback `port`.
+pub(crate) fn loopback_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
 }
 
 /// A port the OS says is free on loopback right now.
 pub fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind(("127.0.0.1", 0)).context("cannot bind a loopback port")?;
     Ok(l.local_addr()?.port())
+}
+
+/// `GET /health` on the loopback `port` answers 200.
+pub(crate) fn healthy(port: u16) -> bool {
+    use std::io::Write;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
+}
+
+/// The last 15 lines of a server's log.
+pub(crate) fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+/// Waits up to `limit` for `child` to exit; whether it did.
+pub(crate) fn exits_within(child: &mut Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Polls every `poll` until `ready`; fails with the log's tail when `child` (`name`) exits
+/// first, or with `late` once `limit` has passed.
+pub(crate) fn wait_ready(
+    child: &mut Child,
+    log: &Path,
+    name: &str,
+    limit: Duration,
+    late: &str,
+    poll: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if ready() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            anyhow::bail!(
+                "{name} exited ({status}) before it was ready; its log ({}) ends with:\n{}",
+                log.display(),
+                log_tail(log)
+            );
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!("{name} {late}; log: {}", log.display());
+        }
+        std::thread::sleep(poll);
+    }
 }

@@ -3,14 +3,13 @@
 //! when the run ends.
 
 use bcb_envvars::EnvVars;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::local::{free_port, LocalServer};
+use crate::local::{exits_within, free_port, healthy, loopback_url, wait_ready, LocalServer};
 use crate::options::{Backend, GenerateOptions};
 
 /// Which server the run needs; `None` from [`check`] = a remote API.
@@ -72,7 +71,7 @@ impl RunServer {
     pub fn base_url(&self) -> String {
         match self {
             RunServer::Llama { server, .. } => server.base_url(),
-            RunServer::Vllm(v) => v.base_url(),
+            RunServer::Vllm(v) => loopback_url(v.port),
         }
     }
 
@@ -188,31 +187,19 @@ impl VllmServer {
             log,
         };
         let timeout = opts.vllm.startup_timeout;
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = server.child.try_wait()? {
-                anyhow::bail!(
-                    "`vllm serve` exited ({status}) before it was ready; its log ({}) ends with:\n{}",
-                    server.log.display(),
-                    log_tail(&server.log)
-                );
-            }
-            if healthy(port) {
-                return Ok(server);
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!(
-                    "`vllm serve` did not answer /health within {} s (raise --vllm-startup-timeout); log: {}",
-                    timeout.as_secs(),
-                    server.log.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        wait_ready(
+            &mut server.child,
+            &server.log,
+            "`vllm serve`",
+            timeout,
+            &format!(
+                "did not answer /health within {} s (raise --vllm-startup-timeout)",
+                timeout.as_secs()
+            ),
+            Duration::from_millis(200),
+            || healthy(port),
+        )?;
+        Ok(server)
     }
 }
 
@@ -221,42 +208,13 @@ impl Drop for VllmServer {
         let pgid = self.child.id() as i32;
         // SAFETY: signalling our own child's process group.
         unsafe { libc::kill(-pgid, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_file(&self.log);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if !exits_within(&mut self.child, Duration::from_secs(15)) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            let _ = self.child.wait();
         }
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.log);
     }
-}
-
-/// `GET /health` answers 200.
-fn healthy(port: u16) -> bool {
-    use std::io::Write;
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
-}
-
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bcb_dataset::{Split, Subset};
+use bcb_dataset::Subset;
 use bcb_generate::testing::{Fault, TestServer};
 use bcb_generate::Backend;
 
@@ -40,11 +40,9 @@ fn retryable_faults_are_retried_and_the_run_completes() {
         },
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
+    let mut o = common::hard_instruct(
         Backend::OpenAi,
         "gpt-4o",
-        Split::Instruct,
-        Subset::Hard,
         format!("{}/v1", stub.url()),
         dir.path(),
     );
@@ -81,14 +79,7 @@ fn unauthorized_stops_the_run_at_once_and_keeps_written_samples() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
-        Backend::Anthropic,
-        "claude-x",
-        Split::Instruct,
-        Subset::Hard,
-        stub.url(),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::Anthropic, "claude-x", stub.url(), dir.path());
     o.id_range = Some((0, 3));
     o.concurrency = Some(1);
     // First run: 3 tasks written.
@@ -134,11 +125,9 @@ fn request_rate_limit_spaces_requests() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
+    let mut o = common::hard_instruct(
         Backend::OpenAi,
         "gpt-4o",
-        Split::Instruct,
-        Subset::Hard,
         format!("{}/v1", stub.url()),
         dir.path(),
     );

@@ -62,14 +62,7 @@ fn ollama_chat_recorded_exchange_streams_and_counts_tokens() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(ollama_recorded());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
-        Backend::Ollama,
-        "qwen2.5-coder:7b",
-        Split::Instruct,
-        Subset::Hard,
-        stub.url(),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::Ollama, "qwen2.5-coder:7b", stub.url(), dir.path());
     o.id_range = Some((0, 2));
     o.n_samples = 2;
     o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
@@ -151,14 +144,7 @@ fn ollama_unknown_model_recorded_404_stops_the_run() {
         )
     }));
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
-        Backend::Ollama,
-        "nope",
-        Split::Instruct,
-        Subset::Hard,
-        stub.url(),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::Ollama, "nope", stub.url(), dir.path());
     o.id_range = Some((0, 5));
     let err = bcb_generate::run_codegen(&o, &ds).unwrap_err().to_string();
     assert!(
@@ -185,14 +171,7 @@ fn ollama_stream_cut_before_done_is_retried() {
     }));
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::quick_opts(
-        Backend::Ollama,
-        "m",
-        Split::Instruct,
-        Subset::Hard,
-        stub.url(),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::Ollama, "m", stub.url(), dir.path());
     o.id_range = Some((0, 1));
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete());

@@ -118,35 +118,51 @@ pub fn retry_blocking<T, E: Retryable>(
     policy: &RetryPolicy,
     mut op: impl FnMut() -> Result<T, E>,
     keep_going: impl Fn(&E) -> bool,
-    mut notify: impl FnMut(&E, Duration),
+    notify: impl FnMut(&E, Duration),
 ) -> Result<T, Failed<E>> {
-    let mut schedule = policy.schedule();
-    loop {
-        schedule.attempts += 1;
-        match op() {
-            Ok(v) => return Ok(v),
-            Err(e) => match schedule.next(&e, keep_going(&e)) {
-                Some(wait) => {
-                    notify(&e, wait);
-                    std::thread::sleep(wait);
-                }
-                None => {
-                    return Err(Failed {
-                        error: e,
-                        attempts: schedule.attempts,
-                    })
-                }
-            },
-        }
+    let run = retry_loop(
+        policy,
+        || std::future::ready(op()),
+        keep_going,
+        notify,
+        |wait| {
+            std::thread::sleep(wait);
+            std::future::ready(())
+        },
+    );
+    run_ready(run)
+}
+
+/// Runs a future every await of which is ready when first polled (the blocking twins of the
+/// async functions here): one poll runs it through.
+fn run_ready<T>(run: impl Future<Output = T>) -> T {
+    let mut run = std::pin::pin!(run);
+    match run
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+    {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => unreachable!("a blocking call never waits on a waker"),
     }
 }
 
 /// [`retry_blocking`] for async requests (waits with tokio's timer).
 pub async fn retry_async<T, E: Retryable, Fut: Future<Output = Result<T, E>>>(
     policy: &RetryPolicy,
+    op: impl FnMut() -> Fut,
+    keep_going: impl Fn(&E) -> bool,
+    notify: impl FnMut(&E, Duration),
+) -> Result<T, Failed<E>> {
+    retry_loop(policy, op, keep_going, notify, tokio::time::sleep).await
+}
+
+/// The loop of [`retry_blocking`] and [`retry_async`]; `sleep` waits before a retry.
+async fn retry_loop<T, E: Retryable, Fut: Future<Output = Result<T, E>>, S: Future<Output = ()>>(
+    policy: &RetryPolicy,
     mut op: impl FnMut() -> Fut,
     keep_going: impl Fn(&E) -> bool,
     mut notify: impl FnMut(&E, Duration),
+    sleep: impl Fn(Duration) -> S,
 ) -> Result<T, Failed<E>> {
     let mut schedule = policy.schedule();
     loop {
@@ -156,7 +172,7 @@ pub async fn retry_async<T, E: Retryable, Fut: Future<Output = Result<T, E>>>(
             Err(e) => match schedule.next(&e, keep_going(&e)) {
                 Some(wait) => {
                     notify(&e, wait);
-                    tokio::time::sleep(wait).await;
+                    sleep(wait).await;
                 }
                 None => {
                     return Err(Failed {
@@ -175,16 +191,13 @@ pub fn check_blocking(
     url: &str,
     sent: reqwest::Result<reqwest::blocking::Response>,
 ) -> Result<reqwest::blocking::Response, HttpError> {
-    let resp = sent.map_err(|e| HttpError::from_reqwest(url, &e))?;
-    if resp.status().is_success() {
-        return Ok(resp);
-    }
-    let (status, headers) = (resp.status(), resp.headers().clone());
-    Err(HttpError::from_status(
+    use reqwest::blocking::Response;
+    run_ready(check_with(
         url,
-        status,
-        &headers,
-        &resp.text().unwrap_or_default(),
+        sent,
+        Response::status,
+        Response::headers,
+        |r| std::future::ready(r.text().unwrap_or_default()),
     ))
 }
 
@@ -193,16 +206,30 @@ pub async fn check(
     url: &str,
     sent: reqwest::Result<reqwest::Response>,
 ) -> Result<reqwest::Response, HttpError> {
+    use reqwest::Response;
+    let body = |r: Response| async move { r.text().await.unwrap_or_default() };
+    check_with(url, sent, Response::status, Response::headers, body).await
+}
+
+/// [`check`] over either kind of response: `body` reads an error's body.
+async fn check_with<R, B: Future<Output = String>>(
+    url: &str,
+    sent: reqwest::Result<R>,
+    status: fn(&R) -> reqwest::StatusCode,
+    headers: fn(&R) -> &reqwest::header::HeaderMap,
+    body: impl FnOnce(R) -> B,
+) -> Result<R, HttpError> {
     let resp = sent.map_err(|e| HttpError::from_reqwest(url, &e))?;
-    if resp.status().is_success() {
+    let code = status(&resp);
+    if code.is_success() {
         return Ok(resp);
     }
-    let (status, headers) = (resp.status(), resp.headers().clone());
+    let headers = headers(&resp).clone();
     Err(HttpError::from_status(
         url,
-        status,
+        code,
         &headers,
-        &resp.text().await.unwrap_or_default(),
+        &body(resp).await,
     ))
 }
 
@@ -255,31 +282,22 @@ mod tests {
 
     #[test]
     fn gives_up_on_fatal_and_after_the_retries() {
-        let out = retry_blocking(
-            &policy(5),
-            || Err::<(), _>(err(404, None)),
-            |_| true,
-            |_, _| {},
-        );
-        let e = out.unwrap_err();
+        let fails = |retries, status, keep: bool| {
+            retry_blocking(
+                &policy(retries),
+                || Err::<(), _>(err(status, None)),
+                |_| keep,
+                |_, _| {},
+            )
+            .unwrap_err()
+        };
+        let e = fails(5, 404, true);
         assert_eq!(e.attempts, 1);
         assert!(!e.to_string().contains("attempts"), "{e}");
-        let out = retry_blocking(
-            &policy(2),
-            || Err::<(), _>(err(502, None)),
-            |_| true,
-            |_, _| {},
-        );
-        let e = out.unwrap_err();
+        let e = fails(2, 502, true);
         assert_eq!(e.attempts, 3);
         assert!(e.to_string().ends_with("(after 3 attempts)"), "{e}");
-        let out = retry_blocking(
-            &policy(2),
-            || Err::<(), _>(err(502, None)),
-            |_| false,
-            |_, _| {},
-        );
-        assert_eq!(out.unwrap_err().attempts, 1, "keep_going=false stops");
+        assert_eq!(fails(2, 502, false).attempts, 1, "keep_going=false stops");
     }
 
     #[tokio::test]

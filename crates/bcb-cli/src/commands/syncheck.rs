@@ -58,21 +58,6 @@ pub enum Format {
     Json,
 }
 
-/// `1,BigCodeBench/2` → `["BigCodeBench/1", "BigCodeBench/2"]`.
-fn parse_ids(list: &str) -> Vec<String> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            if s.chars().all(|c| c.is_ascii_digit()) {
-                format!("BigCodeBench/{s}")
-            } else {
-                s.to_string()
-            }
-        })
-        .collect()
-}
-
 /// Missing tasks listed one by one before the rest are only counted.
 const MISSING_LISTED: usize = 20;
 
@@ -83,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let wanted: Option<std::collections::HashSet<String>> = args
         .ids
         .as_deref()
-        .map(|l| parse_ids(l).into_iter().collect());
+        .map(|l| bcb_dataset::parse_task_ids(l).into_iter().collect());
     if let Some(w) = &wanted {
         let unknown: Vec<&String> = w.iter().filter(|id| !ds.contains(id)).collect();
         anyhow::ensure!(

@@ -26,25 +26,37 @@ pub fn env() -> Option<Env> {
 impl Env {
     /// `bcb` with this test's cache and the real data and env.
     pub fn bcb(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_bcb"));
+        let mut cmd = bcb_over(&self.dataset_dir);
         cmd.env("BCB_CACHE_DIR", self.cache.path())
-            .env("BCB_DATASET_DIR", &self.dataset_dir)
             .env("BCB_PYTHON", &self.python)
-            .env("BCB_OFFLINE", "1")
-            .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
             .env_remove("BIGCODEBENCH_TIMEOUT_PER_TASK");
         cmd
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = self.bcb().args(args).output().expect("bcb runs");
-        eprintln!(
-            "$ bcb {}\n{}{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        run_logged(self.bcb(), args)
+    }
+
+    /// `bcb evaluate` of `samples` on tasks `ids` of the complete split, full subset, with
+    /// `extra` flags.
+    pub fn evaluate(&self, ids: &str, samples: &Path, extra: &[&str]) -> Output {
+        let samples = samples.to_str().unwrap();
+        let mut args = vec![
+            "evaluate", "--split", "complete", "--subset", "full", "--ids", ids,
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--samples", samples]);
+        self.run(&args)
+    }
+
+    /// The task's canonical solution as a sample: its prompt and its solution.
+    pub fn canonical(&self, id: &str) -> String {
+        let t = self.task(id);
+        format!(
+            "{}\n{}",
+            t["complete_prompt"].as_str().unwrap(),
+            t["canonical_solution"].as_str().unwrap()
+        )
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -61,6 +73,38 @@ impl Env {
         .unwrap();
         serde_json::to_value(ds.get(id).expect("task exists")).unwrap()
     }
+}
+
+/// `bcb` offline over the dataset in `dataset`, with no Python env of this test's choosing
+/// (for commands that run no sample) and no override file from the caller's environment.
+pub fn bcb_over(dataset: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bcb"));
+    cmd.env("BCB_DATASET_DIR", dataset)
+        .env("BCB_OFFLINE", "1")
+        .env_remove("BIGCODEBENCH_OVERRIDE_PATH");
+    cmd
+}
+
+/// `BCB_DATASET_DIR`, else the shared copy beside the repository: for tests that need the
+/// dataset but no Python env.
+pub fn shared_dataset_dir() -> PathBuf {
+    std::env::var_os("BCB_DATASET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
+        })
+}
+
+/// Runs `cmd` with `args`, printing the command line and its output for the test log.
+pub fn run_logged(mut cmd: Command, args: &[&str]) -> Output {
+    let out = cmd.args(args).output().expect("bcb runs");
+    eprintln!(
+        "$ bcb {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 pub fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {

@@ -2,19 +2,18 @@
 //! max tokens for "-thinking-" models, four safety categories off).
 
 use bcb_envvars::EnvVars;
-use futures::future::BoxFuture;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use super::{
-    endpoint, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling,
-    Usage,
-};
+use super::{protocol, u64_at, GenRequest, GenResponse, Hosted, Provider, Service, Usage};
 use crate::error::ApiError;
-use crate::http::{secret_header, Http};
-use crate::options::GenerateOptions;
 
-pub const DEFAULT_BASE: &str = "https://generativelanguage.googleapis.com";
+pub(super) const SERVICE: Service = Service {
+    base: "https://generativelanguage.googleapis.com",
+    keys: &[EnvVars::GOOGLE_API_KEY, EnvVars::GEMINI_API_KEY],
+    missing: "GOOGLE_API_KEY is not set",
+};
+
 const SAFETY: [&str; 4] = [
     "HARM_CATEGORY_DANGEROUS_CONTENT",
     "HARM_CATEGORY_SEXUALLY_EXPLICIT",
@@ -22,33 +21,7 @@ const SAFETY: [&str; 4] = [
     "HARM_CATEGORY_HARASSMENT",
 ];
 
-pub struct Google {
-    base: String,
-    key: Option<String>,
-    model: String,
-    sampling: Sampling,
-}
-
-impl Google {
-    pub fn new(
-        opts: &GenerateOptions,
-        sampling: Sampling,
-        base_url: Option<&str>,
-    ) -> anyhow::Result<Self> {
-        let (base, key) = endpoint(
-            base_url,
-            DEFAULT_BASE,
-            &[EnvVars::GOOGLE_API_KEY, EnvVars::GEMINI_API_KEY],
-            "GOOGLE_API_KEY is not set",
-        )?;
-        Ok(Google {
-            base,
-            key,
-            model: opts.model.clone(),
-            sampling,
-        })
-    }
-}
+pub struct Google(pub(super) Hosted);
 
 impl Provider for Google {
     fn max_n(&self) -> u32 {
@@ -56,21 +29,18 @@ impl Provider for Google {
     }
 
     fn request(&self, req: &GenRequest) -> (String, Value) {
-        let text = match &req.prompt {
-            Prompt::Chat { user, .. } => user.as_str(),
-            Prompt::Raw(p) => p.as_str(),
-        };
+        let text = req.prompt.text();
         let mut config = json!({
             "candidateCount": req.n,
-            "temperature": self.sampling.temperature_json(),
+            "temperature": self.0.sampling.temperature_json(),
         });
-        if !self.model.contains("-thinking-") {
-            config["maxOutputTokens"] = json!(self.sampling.max_tokens);
+        if !self.0.model.contains("-thinking-") {
+            config["maxOutputTokens"] = json!(self.0.sampling.max_tokens);
         }
-        if let Some(p) = self.sampling.top_p {
+        if let Some(p) = self.0.sampling.top_p {
             config["topP"] = json!(p);
         }
-        if let Some(s) = self.sampling.seed {
+        if let Some(s) = self.0.sampling.seed {
             config["seed"] = json!(s);
         }
         let safety: Vec<Value> = SAFETY
@@ -82,65 +52,55 @@ impl Provider for Google {
             "generationConfig": config,
             "safetySettings": safety,
         });
-        let model = self.model.strip_prefix("models/").unwrap_or(&self.model);
+        let model = self
+            .0
+            .model
+            .strip_prefix("models/")
+            .unwrap_or(&self.0.model);
         (
-            join_url(
-                &self.base,
-                &format!("v1beta/models/{model}:generateContent"),
-            ),
+            self.0
+                .url(&format!("v1beta/models/{model}:generateContent")),
             body,
         )
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        if let Some(k) = &self.key {
-            h.insert("x-goog-api-key", secret_header(k));
-        }
-        h
+        self.0.key_header("x-goog-api-key")
     }
 
-    fn generate<'a>(
-        &'a self,
-        http: &'a Http,
-        req: &'a GenRequest,
-    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
-        Box::pin(async move {
-            let (url, body) = self.request(req);
-            let v = http.post_json(&url, self.headers(), &body).await?;
-            let cands = v
-                .get("candidates")
-                .and_then(Value::as_array)
-                .ok_or_else(|| {
-                    protocol(
-                        &url,
-                        format!(
-                            "no candidates (prompt feedback: {})",
-                            v.get("promptFeedback").cloned().unwrap_or(Value::Null)
-                        ),
-                    )
-                })?;
-            // A blocked candidate has no parts: an empty sample, as in the original.
-            let outputs = cands
-                .iter()
-                .map(|c| {
-                    c.pointer("/content/parts")
-                        .and_then(Value::as_array)
-                        .map(|parts| {
-                            parts
-                                .iter()
-                                .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
-                                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                                .collect::<String>()
-                        })
-                        .unwrap_or_default()
-                })
-                .collect();
-            let usage = v.get("usageMetadata").map(|_| Usage {
-                input_tokens: u64_at(&v, "/usageMetadata/promptTokenCount"),
-                output_tokens: u64_at(&v, "/usageMetadata/candidatesTokenCount"),
-            });
-            Ok(GenResponse { outputs, usage })
-        })
+    fn parse(&self, url: &str, _: &GenRequest, v: &Value) -> Result<GenResponse, ApiError> {
+        let cands = v
+            .get("candidates")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                protocol(
+                    url,
+                    format!(
+                        "no candidates (prompt feedback: {})",
+                        v.get("promptFeedback").cloned().unwrap_or(Value::Null)
+                    ),
+                )
+            })?;
+        // A blocked candidate has no parts: an empty sample, as in the original.
+        let outputs = cands
+            .iter()
+            .map(|c| {
+                c.pointer("/content/parts")
+                    .and_then(Value::as_array)
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect::<String>()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let usage = v.get("usageMetadata").map(|_| Usage {
+            input_tokens: u64_at(v, "/usageMetadata/promptTokenCount"),
+            output_tokens: u64_at(v, "/usageMetadata/candidatesTokenCount"),
+        });
+        Ok(GenResponse { outputs, usage })
     }
 }

@@ -9,11 +9,11 @@ mod ollama;
 mod openai;
 
 use futures::future::BoxFuture;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::Http;
+use crate::http::{secret_header, Http};
 use crate::options::{Backend, GenerateOptions, Temperature};
 
 pub use anthropic::Anthropic;
@@ -32,6 +32,21 @@ pub enum Prompt {
         prefill: Option<String>,
     },
     Raw(String),
+}
+
+impl Prompt {
+    /// The user message and the partial answer to continue (a raw prompt has none).
+    pub fn parts(&self) -> (&str, Option<&str>) {
+        match self {
+            Prompt::Chat { user, prefill } => (user, prefill.as_deref()),
+            Prompt::Raw(p) => (p, None),
+        }
+    }
+
+    /// The user message alone, for providers that send no prefill.
+    pub fn text(&self) -> &str {
+        self.parts().0
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -74,41 +89,98 @@ impl Sampling {
 }
 
 pub trait Provider: Send + Sync {
-    /// Most samples one request can ask for.
-    fn max_n(&self) -> u32;
+    /// Most samples one request can ask for: one unless the API takes a count.
+    fn max_n(&self) -> u32 {
+        1
+    }
     /// The URL and JSON body of a request (pure; tests compare it with the original's).
     fn request(&self, req: &GenRequest) -> (String, Value);
     /// Headers, including credentials (never logged).
     fn headers(&self) -> HeaderMap;
-    /// Sends one request (no retries: the runner retries).
+    /// Reads the provider's whole JSON answer to `req`, sent to `url`.
+    fn parse(&self, url: &str, req: &GenRequest, answer: &Value) -> Result<GenResponse, ApiError>;
+    /// Sends one request (no retries: the runner retries): by default one JSON POST whose
+    /// answer [`Provider::parse`] reads.
     fn generate<'a>(
         &'a self,
         http: &'a Http,
         req: &'a GenRequest,
-    ) -> BoxFuture<'a, Result<GenResponse, ApiError>>;
+    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
+        Box::pin(async move {
+            let (url, body) = self.request(req);
+            let answer = http.post_json(&url, self.headers(), &body).await?;
+            self.parse(&url, req, &answer)
+        })
+    }
+}
+
+/// Where a hosted provider lives and which environment variables hold its key.
+pub(crate) struct Service {
+    pub base: &'static str,
+    pub keys: &'static [&'static str],
+    /// The error when no key is set and the run talks to `base`.
+    pub missing: &'static str,
+}
+
+/// What a hosted provider holds: its base URL, its key, the model and the sampling.
+pub(crate) struct Hosted {
+    pub base: String,
+    pub key: Option<String>,
+    pub model: String,
+    pub sampling: Sampling,
+}
+
+impl Hosted {
+    /// `base_url` overrides the service's address. The key (first set of `service.keys`) is
+    /// required only against the service itself: a `--base-url` server may need none.
+    pub fn new(
+        opts: &GenerateOptions,
+        sampling: Sampling,
+        base_url: Option<&str>,
+        service: &Service,
+    ) -> anyhow::Result<Self> {
+        let key = env_key(service.keys);
+        let base = base_url.unwrap_or(service.base).to_string();
+        if key.is_none() && base == service.base {
+            anyhow::bail!("{}", service.missing);
+        }
+        Ok(Hosted {
+            base,
+            key,
+            model: opts.model.clone(),
+            sampling,
+        })
+    }
+
+    /// `path` below the base URL.
+    pub fn url(&self, path: &str) -> String {
+        join_url(&self.base, path)
+    }
+
+    /// The key in a header of its own (`x-api-key`, `x-goog-api-key`), when there is one.
+    pub fn key_header(&self, name: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(k) = &self.key {
+            h.insert(name, secret_header(k));
+        }
+        h
+    }
+
+    /// The key as `Authorization: Bearer …`, when there is one.
+    pub fn bearer(&self) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(k) = &self.key {
+            h.insert(AUTHORIZATION, secret_header(&format!("Bearer {k}")));
+        }
+        h
+    }
 }
 
 /// An environment variable, empty treated as unset.
-pub(crate) fn env_key(names: &[&str]) -> Option<String> {
+fn env_key(names: &[&str]) -> Option<String> {
     names
         .iter()
         .find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
-}
-
-/// The base URL and API key of a hosted provider. The key (first set of `key_names`) is
-/// required only against the provider's own service: a `--base-url` server may need none.
-pub(crate) fn endpoint(
-    base_url: Option<&str>,
-    default_base: &str,
-    key_names: &[&str],
-    missing: &str,
-) -> anyhow::Result<(String, Option<String>)> {
-    let key = env_key(key_names);
-    let base = base_url.unwrap_or(default_base).to_string();
-    if key.is_none() && base == default_base {
-        anyhow::bail!("{missing}");
-    }
-    Ok((base, key))
 }
 
 pub(crate) fn join_url(base: &str, path: &str) -> String {
@@ -142,20 +214,21 @@ pub fn make_provider(
         seed: opts.seed,
         greedy: opts.greedy,
     };
+    let hosted = |service: &Service| Hosted::new(opts, sampling.clone(), base_url, service);
     Ok(match opts.backend {
         Backend::OpenAi | Backend::LlamaCpp | Backend::Vllm => {
-            Box::new(OpenAi::new(opts, sampling, base_url)?)
+            Box::new(OpenAi::new(opts, hosted(&openai::SERVICE)?))
         }
         // The router's OpenAI-compatible endpoint (`…/v1`) serves chat models.
         Backend::HfInference
             if base_url.is_some_and(|u| u.trim_end_matches('/').ends_with("/v1")) =>
         {
-            Box::new(OpenAi::new(opts, sampling, base_url)?)
+            Box::new(OpenAi::new(opts, hosted(&openai::HF_ROUTER)?))
         }
-        Backend::HfInference => Box::new(HfInference::new(opts, sampling, base_url)?),
-        Backend::Anthropic => Box::new(Anthropic::new(opts, sampling, base_url)?),
-        Backend::Google => Box::new(Google::new(opts, sampling, base_url)?),
-        Backend::Mistral => Box::new(Mistral::new(opts, sampling, base_url)?),
+        Backend::HfInference => Box::new(HfInference(hosted(&hf_inference::SERVICE)?)),
+        Backend::Anthropic => Box::new(Anthropic::new(opts, hosted(&anthropic::SERVICE)?)),
+        Backend::Google => Box::new(Google(hosted(&google::SERVICE)?)),
+        Backend::Mistral => Box::new(Mistral(hosted(&mistral::SERVICE)?)),
         Backend::Ollama => Box::new(Ollama::new(opts, sampling, base_url)),
     })
 }

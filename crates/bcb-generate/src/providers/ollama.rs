@@ -61,10 +61,6 @@ impl Ollama {
 }
 
 impl Provider for Ollama {
-    fn max_n(&self) -> u32 {
-        1
-    }
-
     fn request(&self, req: &GenRequest) -> (String, Value) {
         match &req.prompt {
             Prompt::Chat { user, prefill } => {
@@ -105,30 +101,42 @@ impl Provider for Ollama {
         HeaderMap::new()
     }
 
+    /// An answer sent whole (`"stream": false`) is a stream's one and last object.
+    fn parse(&self, url: &str, _: &GenRequest, v: &Value) -> Result<GenResponse, ApiError> {
+        let mut acc = NdjsonAccumulator::default();
+        acc.object(url, v)?;
+        acc.finish(url)
+    }
+
+    /// The answer streams as NDJSON, read line by line as it comes.
     fn generate<'a>(
         &'a self,
         http: &'a Http,
         req: &'a GenRequest,
     ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
-        Box::pin(async move {
-            let (url, body) = self.request(req);
-            let resp = http.post(&url, self.headers(), &body).await?;
-            let mut stream = resp.bytes_stream();
-            let mut buf: Vec<u8> = Vec::new();
-            let mut acc = NdjsonAccumulator::default();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| ApiError::from_reqwest(&url, &e))?;
-                buf.extend_from_slice(&chunk);
-                while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=pos).collect();
-                    acc.line(&url, &line)?;
-                }
+        Box::pin(self.stream(http, req))
+    }
+}
+
+impl Ollama {
+    async fn stream(&self, http: &Http, req: &GenRequest) -> Result<GenResponse, ApiError> {
+        let (url, body) = self.request(req);
+        let resp = http.post(&url, self.headers(), &body).await?;
+        let mut stream = resp.bytes_stream();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut acc = NdjsonAccumulator::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| ApiError::from_reqwest(&url, &e))?;
+            buf.extend_from_slice(&chunk);
+            while let Some(pos) = buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                acc.line(&url, &line)?;
             }
-            if !buf.is_empty() {
-                acc.line(&url, &buf)?;
-            }
-            acc.finish(&url)
-        })
+        }
+        if !buf.is_empty() {
+            acc.line(&url, &buf)?;
+        }
+        acc.finish(&url)
     }
 }
 
@@ -152,6 +160,10 @@ impl NdjsonAccumulator {
                 format!("bad NDJSON line ({e}): {}", crate::http::excerpt(&s)),
             )
         })?;
+        self.object(url, &v)
+    }
+
+    fn object(&mut self, url: &str, v: &Value) -> Result<(), ApiError> {
         if let Some(err) = v.get("error") {
             return Err(protocol(url, format!("error in stream: {err}")));
         }

@@ -2,20 +2,26 @@
 //! OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, LM Studio, Ollama's /v1).
 
 use bcb_envvars::EnvVars;
-use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, AUTHORIZATION};
+use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use super::{
-    endpoint, join_url, protocol, u64_at, GenRequest, GenResponse, Prompt, Provider, Sampling,
-    Usage,
-};
+use super::{protocol, u64_at, GenRequest, GenResponse, Hosted, Prompt, Provider, Service, Usage};
 use crate::error::ApiError;
-use crate::http::{secret_header, Http};
 use crate::options::{Backend, GenerateOptions};
 use crate::prompt::{direct_completion_stops, EOS, PREFILL_STOP};
 
-pub const DEFAULT_BASE: &str = "https://api.openai.com/v1";
+pub(super) const SERVICE: Service = Service {
+    base: "https://api.openai.com/v1",
+    keys: &[EnvVars::OPENAI_API_KEY],
+    missing: "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
+};
+
+/// The Hugging Face router's OpenAI-compatible endpoint, reached with a Hugging Face token.
+pub(super) const HF_ROUTER: Service = Service {
+    base: SERVICE.base,
+    keys: &super::hf_inference::KEY_NAMES,
+    missing: "HF_INFERENCE_API_KEY (or HF_TOKEN) is not set",
+};
 
 /// Names the original sends `reasoning_effort` for instead of sampling settings.
 pub fn is_openai_reasoning_model(model: &str) -> bool {
@@ -23,10 +29,7 @@ pub fn is_openai_reasoning_model(model: &str) -> bool {
 }
 
 pub struct OpenAi {
-    base: String,
-    key: Option<String>,
-    model: String,
-    sampling: Sampling,
+    api: Hosted,
     reasoning_effort: Option<String>,
     reasoning_model: bool,
     max_n: u32,
@@ -39,26 +42,7 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(
-        opts: &GenerateOptions,
-        sampling: Sampling,
-        base_url: Option<&str>,
-    ) -> anyhow::Result<Self> {
-        let (base, key) = if opts.backend == Backend::HfInference {
-            endpoint(
-                base_url,
-                DEFAULT_BASE,
-                &super::hf_inference::KEY_NAMES,
-                "HF_INFERENCE_API_KEY (or HF_TOKEN) is not set",
-            )?
-        } else {
-            endpoint(
-                base_url,
-                DEFAULT_BASE,
-                &[EnvVars::OPENAI_API_KEY],
-                "OPENAI_API_KEY is not set: export it, or pass --base-url for a local OpenAI-compatible server",
-            )?
-        };
+    pub(super) fn new(opts: &GenerateOptions, api: Hosted) -> Self {
         let reasoning_model = is_openai_reasoning_model(&opts.model);
         let reasoning_effort = opts
             .reasoning_effort
@@ -76,18 +60,14 @@ impl OpenAi {
         } else {
             128
         };
-        let continues_prefill = base != DEFAULT_BASE;
-        Ok(OpenAi {
-            continues_prefill,
+        OpenAi {
+            continues_prefill: api.base != SERVICE.base,
             vllm: opts.backend == Backend::Vllm,
-            base,
-            key,
-            model: opts.model.clone(),
-            sampling,
+            api,
             reasoning_effort,
             reasoning_model,
             max_n,
-        })
+        }
     }
 
     fn chat_body(&self, user: &str, prefill: Option<&str>, n: u32) -> Value {
@@ -95,26 +75,25 @@ impl OpenAi {
         if let Some(p) = prefill {
             messages.push(json!({"role": "assistant", "content": p}));
         }
-        let mut body = json!({"model": self.model, "messages": messages, "n": n});
+        let mut body = json!({"model": self.api.model, "messages": messages, "n": n});
         let obj = body.as_object_mut().expect("object");
         if self.vllm {
-            let top_p =
-                self.sampling
-                    .top_p
-                    .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
-            obj.insert("top_p".into(), json!(top_p));
-            obj.insert("max_tokens".into(), json!(self.sampling.max_tokens));
-            obj.insert("temperature".into(), self.sampling.temperature_json());
+            obj.insert("top_p".into(), json!(self.vllm_top_p()));
+            obj.insert("max_tokens".into(), json!(self.api.sampling.max_tokens));
+            obj.insert("temperature".into(), self.api.sampling.temperature_json());
             obj.insert("skip_special_tokens".into(), json!(false));
         } else if self.reasoning_model {
             obj.insert("reasoning_effort".into(), json!(self.reasoning_effort));
         } else {
-            obj.insert("top_p".into(), json!(self.sampling.top_p.unwrap_or(0.95)));
+            obj.insert(
+                "top_p".into(),
+                json!(self.api.sampling.top_p.unwrap_or(0.95)),
+            );
             obj.insert(
                 "max_completion_tokens".into(),
-                json!(self.sampling.max_tokens),
+                json!(self.api.sampling.max_tokens),
             );
-            obj.insert("temperature".into(), self.sampling.temperature_json());
+            obj.insert("temperature".into(), self.api.sampling.temperature_json());
             if let Some(e) = &self.reasoning_effort {
                 obj.insert("reasoning_effort".into(), json!(e));
             }
@@ -130,28 +109,30 @@ impl OpenAi {
         } else if self.vllm {
             obj.insert("stop".into(), json!(EOS));
         }
-        if let Some(seed) = self.sampling.seed {
+        if let Some(seed) = self.api.sampling.seed {
             obj.insert("seed".into(), json!(seed));
         }
         body
     }
 
+    /// The original's vLLM top_p: 1.0 when greedy, else 0.95, unless one is asked for.
+    fn vllm_top_p(&self) -> f64 {
+        let s = &self.api.sampling;
+        s.top_p.unwrap_or(if s.greedy { 1.0 } else { 0.95 })
+    }
+
     /// Like the original's vLLM path for base models: top_p 0.95 when sampling, EOS + extra stops.
     fn completion_body(&self, prompt: &str, n: u32) -> Value {
-        let top_p = self
-            .sampling
-            .top_p
-            .unwrap_or(if self.sampling.greedy { 1.0 } else { 0.95 });
         let mut body = json!({
-            "model": self.model,
+            "model": self.api.model,
             "prompt": prompt,
             "n": n,
-            "max_tokens": self.sampling.max_tokens,
-            "temperature": self.sampling.temperature_json(),
-            "top_p": top_p,
+            "max_tokens": self.api.sampling.max_tokens,
+            "temperature": self.api.sampling.temperature_json(),
+            "top_p": self.vllm_top_p(),
             "stop": direct_completion_stops(),
         });
-        if let Some(seed) = self.sampling.seed {
+        if let Some(seed) = self.api.sampling.seed {
             body["seed"] = json!(seed);
         }
         body
@@ -166,42 +147,27 @@ impl Provider for OpenAi {
     fn request(&self, req: &GenRequest) -> (String, Value) {
         match &req.prompt {
             Prompt::Chat { user, prefill } => (
-                join_url(&self.base, "chat/completions"),
+                self.api.url("chat/completions"),
                 self.chat_body(user, prefill.as_deref(), req.n),
             ),
-            Prompt::Raw(p) => (
-                join_url(&self.base, "completions"),
-                self.completion_body(p, req.n),
-            ),
+            Prompt::Raw(p) => (self.api.url("completions"), self.completion_body(p, req.n)),
         }
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        if let Some(k) = &self.key {
-            h.insert(AUTHORIZATION, secret_header(&format!("Bearer {k}")));
-        }
-        h
+        self.api.bearer()
     }
 
-    fn generate<'a>(
-        &'a self,
-        http: &'a Http,
-        req: &'a GenRequest,
-    ) -> BoxFuture<'a, Result<GenResponse, ApiError>> {
-        Box::pin(async move {
-            let (url, body) = self.request(req);
-            let v = http.post_json(&url, self.headers(), &body).await?;
-            let raw = matches!(req.prompt, Prompt::Raw(_));
-            let mut resp = parse_choices(&url, &v, raw)?;
-            if self.vllm {
-                // The original's vLLM decoder turns tabs into four spaces in every output.
-                for o in &mut resp.outputs {
-                    *o = o.replace('\t', "    ");
-                }
+    fn parse(&self, url: &str, req: &GenRequest, v: &Value) -> Result<GenResponse, ApiError> {
+        let raw = matches!(req.prompt, Prompt::Raw(_));
+        let mut resp = parse_choices(url, v, raw)?;
+        if self.vllm {
+            // The original's vLLM decoder turns tabs into four spaces in every output.
+            for o in &mut resp.outputs {
+                *o = o.replace('\t', "    ");
             }
-            Ok(resp)
-        })
+        }
+        Ok(resp)
     }
 }
 

@@ -70,6 +70,23 @@ pub fn canned() -> Canned {
     })
 }
 
+/// [`quick_opts`] for the instruct split of the hard subset.
+pub fn hard_instruct(
+    backend: bcb_generate::Backend,
+    model: &str,
+    base_url: String,
+    root: &std::path::Path,
+) -> bcb_generate::GenerateOptions {
+    quick_opts(
+        backend,
+        model,
+        bcb_dataset::Split::Instruct,
+        Subset::Hard,
+        base_url,
+        root,
+    )
+}
+
 /// Options pointing at a stub, quiet, without fsync.
 pub fn quick_opts(
     backend: bcb_generate::Backend,
