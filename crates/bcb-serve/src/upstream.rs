@@ -175,7 +175,7 @@ fn check_memory_limits(ctx: &EngineContext, opts: &UpstreamOptions) -> Result<()
 
 fn other_limits(error: String) -> ApiError {
     ApiError::bad_request(error).hint(
-        "send the server's value (upstream's default), or evaluate with other limits locally: bcb evaluate --execution local",
+        "send the server's value (upstream's default), start the server with that limit (`bcb serve --max-as-limit MB --max-data-limit MB --max-stack-limit MB --min-time-limit S`), or evaluate with other limits locally: bcb evaluate --execution local",
     )
 }
 

@@ -13,7 +13,7 @@ use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
     VerdictCache,
 };
-use bcb_execute::{ExecConfig, Limits};
+use bcb_execute::ExecConfig;
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks, VerdictCacheSink};
 
 pub use super::evaluate_flags::Args;
@@ -37,7 +37,7 @@ impl Args {
             calibrated,
             min_time_limit: self.min_time_limit,
             base_timeout: self.timeout,
-            limits: self.limits(),
+            limits: self.limits.limits(),
             runtime: runtime.to_string(),
             tamper: self.tamper_policy,
             hacks: self.hack_policy,
@@ -88,18 +88,6 @@ impl Args {
             },
             parallel: self.parallel(),
             shard,
-        }
-    }
-
-    fn limits(&self) -> Limits {
-        Limits {
-            max_as_mb: self.max_as_limit,
-            max_data_mb: self.max_data_limit,
-            max_stack_mb: self.max_stack_limit,
-            memory_mb: self.memory_limit,
-            max_processes: self.max_processes,
-            output_cap_bytes: self.output_cap,
-            kill_grace: Duration::from_secs_f64(self.kill_grace.max(0.0)),
         }
     }
 

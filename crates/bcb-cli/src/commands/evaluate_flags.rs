@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use bcb_dataset::Split;
 use bcb_envvars::EnvVars;
-use bcb_execute::{gradio, remote::DEFAULT_CHUNK, Limits, LocalKind};
+use bcb_execute::{gradio, remote::DEFAULT_CHUNK, LocalKind};
 use clap::builder::BoolishValueParser;
 
 use crate::common::DatasetArgs;
@@ -75,27 +75,8 @@ pub struct Args {
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
     #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
-    /// Address-space limit per sample in MB (RLIMIT_AS; 0 = none).
-    #[arg(long, default_value_t = 30 * 1024)]
-    pub max_as_limit: u64,
-    /// Data-segment limit per sample in MB (RLIMIT_DATA; 0 = none).
-    #[arg(long, default_value_t = 30 * 1024)]
-    pub max_data_limit: u64,
-    /// Stack limit per sample in MB (RLIMIT_STACK; 0 = none).
-    #[arg(long, default_value_t = 10)]
-    pub max_stack_limit: u64,
-    /// Memory cap per sample in MB, enforced by a cgroup where available (0 = none).
-    #[arg(long, default_value_t = Limits::default().memory_mb)]
-    pub memory_limit: u64,
-    /// Processes/threads per sample (0 = none).
-    #[arg(long, default_value_t = Limits::default().max_processes)]
-    pub max_processes: u64,
-    /// Seconds after the time limit before a sample's processes are killed.
-    #[arg(long, default_value_t = Limits::default().kill_grace.as_secs_f64())]
-    pub kill_grace: f64,
-    /// Bytes of each sample's stdout/stderr kept (the rest is drained and dropped).
-    #[arg(long, default_value_t = Limits::default().output_cap_bytes)]
-    pub output_cap: usize,
+    #[command(flatten)]
+    pub limits: super::limit_flags::LimitArgs,
     /// Run only the canonical solutions, report the ground-truth pass rate, and exit.
     #[arg(long)]
     pub check_gt_only: bool,

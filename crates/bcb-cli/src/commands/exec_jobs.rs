@@ -3,10 +3,9 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use bcb_envvars::EnvVars;
-use bcb_execute::{e2b::wire, ExecConfig, ExecutorSpec, Limits, LocalKind};
+use bcb_execute::{e2b::wire, ExecConfig, ExecutorSpec, LocalKind};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -23,20 +22,8 @@ pub struct Args {
     pub parallel: usize,
     #[arg(long, default_value_t = 0)]
     pub max_in_flight: usize,
-    #[arg(long)]
-    pub max_as_limit: u64,
-    #[arg(long)]
-    pub max_data_limit: u64,
-    #[arg(long)]
-    pub max_stack_limit: u64,
-    #[arg(long)]
-    pub memory_limit: u64,
-    #[arg(long)]
-    pub max_processes: u64,
-    #[arg(long)]
-    pub output_cap: usize,
-    #[arg(long)]
-    pub kill_grace: f64,
+    #[command(flatten)]
+    pub limits: super::limit_flags::LimitArgs,
     /// What a reward hack the harness's watch detects gets (`fail`, `flag`, `off`).
     #[arg(long, default_value = "fail")]
     pub hack_policy: bcb_execute::HackPolicy,
@@ -55,15 +42,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         python: runtime.python,
         parallel,
         max_in_flight: a.max_in_flight,
-        limits: Limits {
-            max_as_mb: a.max_as_limit,
-            max_data_mb: a.max_data_limit,
-            max_stack_mb: a.max_stack_limit,
-            memory_mb: a.memory_limit,
-            max_processes: a.max_processes,
-            output_cap_bytes: a.output_cap,
-            kill_grace: Duration::from_secs_f64(a.kill_grace.max(0.0)),
-        },
+        limits: a.limits.limits(),
         hacks: a.hack_policy,
     })?;
     let n = wire::run_jobs_file(executor.as_ref(), &a.jobs, &a.out)?;

@@ -8,6 +8,7 @@ pub mod exec_jobs;
 pub mod generate;
 pub mod inspect;
 pub mod leaderboard;
+pub mod limit_flags;
 pub mod merge;
 pub mod plan;
 pub mod remote;

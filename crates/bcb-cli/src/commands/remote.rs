@@ -13,10 +13,13 @@ pub fn spec(a: &Args) -> anyhow::Result<ExecutorSpec> {
             let why = "a Space applies upstream's 240 s base, its own sandbox and limits (it takes only --max-as-limit, --max-data-limit, --max-stack-limit, --min-time-limit, --parallel)";
             let changed = [
                 ("--timeout", a.timeout != gradio::SPACE_BASE_TIMEOUT),
-                ("--memory-limit", a.memory_limit != d.memory_mb),
-                ("--max-processes", a.max_processes != d.max_processes),
-                ("--output-cap", a.output_cap != d.output_cap_bytes),
-                ("--kill-grace", a.kill_grace != d.kill_grace.as_secs_f64()),
+                ("--memory-limit", a.limits.memory_limit != d.memory_mb),
+                ("--max-processes", a.limits.max_processes != d.max_processes),
+                ("--output-cap", a.limits.output_cap != d.output_cap_bytes),
+                (
+                    "--kill-grace",
+                    a.limits.kill_grace != d.kill_grace.as_secs_f64(),
+                ),
                 ("--tamper-policy", a.tamper_policy != Default::default()),
                 ("--hack-policy", a.hack_policy != Default::default()),
                 ("--executor", a.executor != LocalKind::Pool),

@@ -13,7 +13,7 @@ use anyhow::Context;
 use bcb_dataset::{DatasetSpec, Split, Subset};
 use bcb_eval::{GtCache, GtMode, RetryPolicy, Settings, VerdictCache, WarmOptions, WarmSession};
 use bcb_execute::local::env as pyenv;
-use bcb_execute::{ExecConfig, ExecutorSpec, Limits, LocalKind};
+use bcb_execute::{ExecConfig, ExecutorSpec, LocalKind};
 use bcb_serve::{AppState, Catalog, ServeConfig};
 use bcb_sinks::{JournalSink, ProgressMode, ProgressSink, VerdictCacheSink};
 
@@ -54,9 +54,8 @@ pub struct Args {
     /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
     #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
     pub timeout: f64,
-    /// Memory cap per sample in MB (cgroup where available; 0 = none).
-    #[arg(long, default_value_t = Limits::default().memory_mb)]
-    pub memory_limit: u64,
+    #[command(flatten)]
+    pub limits: super::limit_flags::LimitArgs,
     /// What a sample the tamper scan flags gets: `refuse`, `warn` or `off`.
     #[arg(long, default_value = "refuse")]
     pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
@@ -133,10 +132,7 @@ impl Args {
             calibrated: self.calibrated,
             min_time_limit: self.min_time_limit,
             base_timeout: self.timeout,
-            limits: Limits {
-                memory_mb: self.memory_limit,
-                ..Limits::default()
-            },
+            limits: self.limits.limits(),
             runtime: pyenv::runtime_key(python),
             tamper: self.tamper_policy,
             hacks: self.hack_policy,
