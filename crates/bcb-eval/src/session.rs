@@ -5,11 +5,11 @@
 //! to do, and nothing false is recorded.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+
 use std::sync::Mutex;
 
 use bcb_dataset::Dataset;
-use bcb_execute::{Executor, Job, JobId, Outcome, Status};
+use bcb_execute::{Executor, JobId, Outcome, Status};
 use bcb_samples::eval_results_path;
 
 use crate::assembly::{assemble, build_report, SampleRun};
@@ -19,25 +19,15 @@ use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
+use crate::phases::{member_origin, Emit, GtMode, OriginCounts, Phases};
 use crate::plan::samples_journal_key;
-use crate::plan::{ground_truth_jobs, sample_jobs, Samples};
+use crate::plan::{sample_jobs, Samples};
 use crate::results::EvalResults;
-use crate::runner::{OnVerdict, RetryPolicy, Runner};
+use crate::runner::RetryPolicy;
 use crate::settings::Settings;
 use crate::shard::ShardPlan;
 use crate::triage::{triage, Triage};
 use crate::verdict_cache::VerdictCache;
-
-/// What the ground-truth phase does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GtMode {
-    /// `--no-gt`: not run; every task gets the fallback time.
-    Skip,
-    /// Cached entries are used, missing ones run.
-    Use,
-    /// `--check-gt-only`: the selected tasks run again.
-    Recheck,
-}
 
 /// A whole run: the ground truth, then (if given) the samples.
 pub struct Request {
@@ -108,18 +98,17 @@ impl<'a> Session<'a> {
     }
 
     fn emit(&self, event: &Event) -> anyhow::Result<()> {
-        for sink in self.sinks.lock().unwrap().iter_mut() {
-            sink.handle(event)?;
-        }
-        Ok(())
+        self.sinks.emit(event)
     }
 
-    fn task_ids(&self) -> Vec<String> {
-        self.dataset
-            .tasks()
-            .iter()
-            .map(|t| t.task_id.clone())
-            .collect()
+    /// The phases this session runs, with its sinks and retry policy.
+    fn phases(&self) -> Phases<'_> {
+        Phases {
+            dataset: self.dataset,
+            settings: self.settings,
+            retry: self.retry,
+            events: &self.sinks,
+        }
     }
 
     /// Runs `request`: ground truth, then the samples if there are any (one report per file).
@@ -152,11 +141,7 @@ impl<'a> Session<'a> {
         };
         // One executor for the whole run: its workers stay warm from the ground truth on.
         Engine::scoped(self.executor, |eng| {
-            let gt = match mode {
-                GtMode::Skip => self.skip_ground_truth()?,
-                GtMode::Use => self.ground_truth_of(eng, cache, false, only)?,
-                GtMode::Recheck => self.ground_truth_of(eng, cache, true, only)?,
-            };
+            let gt = self.phases().ground_truth(eng, cache, mode, only)?;
             if request.samples.is_empty() {
                 return Ok(Vec::new());
             }
@@ -178,55 +163,19 @@ impl<'a> Session<'a> {
         cache: &GtCache,
         recheck: bool,
     ) -> Result<GroundTruth, SessionError> {
-        Engine::scoped(self.executor, |eng| {
-            self.ground_truth_of(eng, cache, recheck, None)
-        })
-    }
-
-    pub(crate) fn ground_truth_of(
-        &self,
-        eng: &Engine,
-        cache: &GtCache,
-        recheck: bool,
-        only: Option<&HashSet<String>>,
-    ) -> Result<GroundTruth, SessionError> {
-        let mine = |id: &str| only.is_none_or(|o| o.contains(id));
-        let ids: Vec<String> = self.task_ids().into_iter().filter(|id| mine(id)).collect();
-        let previous = if recheck {
-            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-            cache.forget(&refs)?
+        let mode = if recheck {
+            GtMode::Recheck
         } else {
-            GroundTruth::none()
+            GtMode::Use
         };
-        let mut gt = cache.load();
-        let todo = self
-            .dataset
-            .tasks()
-            .iter()
-            .filter(|t| mine(&t.task_id) && !gt.contains(&t.task_id));
-        let jobs = ground_truth_jobs(todo, self.settings, &previous);
-        let done = ids.len() - jobs.len();
-        if jobs.is_empty() {
-            tracing::info!("ground truth loaded from {}", cache.path.display());
-        }
-        for (id, outcome) in self.run_phase(eng, Phase::GroundTruth, jobs, done, None)? {
-            gt.insert(&id.task_id, outcome);
-        }
-        self.emit(&Event::GroundTruthReady {
-            gt: &gt,
-            task_ids: &ids,
-        })?;
-        Ok(gt)
+        Engine::scoped(self.executor, |eng| {
+            self.phases().ground_truth(eng, cache, mode, None)
+        })
     }
 
     /// Announces a ground truth that was not run (`--no-gt`).
     pub fn skip_ground_truth(&self) -> Result<GroundTruth, SessionError> {
-        let gt = GroundTruth::none();
-        self.emit(&Event::GroundTruthReady {
-            gt: &gt,
-            task_ids: &self.task_ids(),
-        })?;
-        Ok(gt)
+        self.phases().skipped()
     }
 
     /// Every sample against its task's tests (resuming from the journal), then pass@k.
@@ -329,7 +278,7 @@ impl<'a> Session<'a> {
             // Members of an execution get its verdict, each under its own id.
             let hand_out = |rep: &JobId, outcome: &Outcome, first: Origin| -> anyhow::Result<()> {
                 for (i, m) in groups.members(rep).iter().enumerate() {
-                    let origin = if i == 0 { first } else { Origin::Duplicate };
+                    let origin = member_origin(first, i);
                     self.emit(&Event::JobDone {
                         phase: Phase::Samples,
                         job: &m.job,
@@ -347,18 +296,16 @@ impl<'a> Session<'a> {
             }
             history(&state).apply(&mut to_run);
             crate::plan::longest_first(&mut to_run);
-            let fresh = self.run_jobs(eng, Phase::Samples, to_run, &mut |job, outcome| {
-                hand_out(&job.id, outcome, Origin::Executed)
-            })?;
+            let fresh =
+                self.phases()
+                    .run_jobs(eng, Phase::Samples, to_run, &mut |job, outcome| {
+                        hand_out(&job.id, outcome, Origin::Executed)
+                    })?;
             known.extend(fresh.into_iter().map(|(id, o)| (id, o, Origin::Executed)));
             for (rep, outcome, first) in known {
                 for (i, m) in groups.members(&rep).iter().enumerate() {
                     let run = &mut state[m.file];
-                    match (i, first) {
-                        (0, Origin::Executed) => run.executed += 1,
-                        (0, _) => run.cached += 1,
-                        _ => run.deduplicated += 1,
-                    }
+                    run.counts.add(member_origin(first, i));
                     run.done.insert(m.job.id.clone(), outcome.clone());
                 }
             }
@@ -386,7 +333,10 @@ impl<'a> Session<'a> {
                     journal: &crate::flaky::rerun_journal_path(&eval_results_path(&samples.path)),
                     key: &run.key,
                 }
-                .run(&|jobs, before| self.run_phase(eng, Phase::Rerun, jobs, before, path))?,
+                .run(&|jobs, before| {
+                    self.phases()
+                        .run_phase(eng, Phase::Rerun, jobs, before, path)
+                })?,
             );
         }
         let mut reports = Vec::with_capacity(files.len());
@@ -409,10 +359,10 @@ impl<'a> Session<'a> {
                 results,
                 opts,
             );
-            report.executed = run.executed;
+            report.executed = run.counts.executed;
             report.resumed = run.resumed;
-            report.deduplicated = run.deduplicated;
-            report.cached = run.cached;
+            report.deduplicated = run.counts.deduplicated;
+            report.cached = run.counts.cached;
             report.loaded_existing = loaded_existing;
             report.shard = shard.map(|s| s.shard.tag());
             report.flaky_ground_truth = flaky.ground_truth;
@@ -420,52 +370,6 @@ impl<'a> Session<'a> {
             reports.push(report);
         }
         Ok(reports)
-    }
-
-    /// A phase of `jobs` executed as they are (the ground truth): announced, run to a verdict
-    /// each, finished; returns the new outcomes.
-    fn run_phase(
-        &self,
-        eng: &Engine,
-        phase: Phase,
-        jobs: Vec<Job>,
-        done_before: usize,
-        samples: Option<&Path>,
-    ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
-        self.emit(&Event::PhaseStarted {
-            phase,
-            todo: jobs.len(),
-            done: done_before,
-        })?;
-        let fresh = self.run_jobs(eng, phase, jobs, &mut |job, outcome| {
-            self.emit(&Event::JobDone {
-                phase,
-                job,
-                outcome,
-                origin: Origin::Executed,
-                samples,
-            })
-        })?;
-        self.emit(&Event::PhaseFinished { phase })?;
-        Ok(fresh)
-    }
-
-    /// Runs `jobs` on the engine (a group of its own), retrying those without a verdict.
-    fn run_jobs(
-        &self,
-        eng: &Engine,
-        phase: Phase,
-        jobs: Vec<Job>,
-        verdict: &mut OnVerdict,
-    ) -> Result<Vec<(JobId, Outcome)>, SessionError> {
-        let runner = Runner {
-            engine: eng,
-            group: eng.group(),
-            retry: self.retry,
-        };
-        let result = runner.run_jobs(phase, jobs, &|e| self.emit(e), verdict);
-        eng.forget(runner.group);
-        result
     }
 }
 
@@ -496,7 +400,6 @@ struct FileRun {
     /// The key its journals carry.
     key: String,
     resumed: usize,
-    executed: usize,
-    deduplicated: usize,
-    cached: usize,
+    /// Verdicts of this run by origin (refusals are not counted here).
+    counts: OriginCounts,
 }

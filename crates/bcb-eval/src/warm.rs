@@ -27,9 +27,10 @@ use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
+use crate::phases::GtMode;
+use crate::phases::{member_origin, Emit, OriginCounts, Phases};
 use crate::plan::{program_code, sample_jobs, SampleProgram};
 use crate::runner::{RetryPolicy, Runner};
-use crate::session::{GtMode, Session};
 use crate::settings::Settings;
 pub use crate::shared_runs::SubmissionItem;
 pub use crate::shared_runs::Verdict;
@@ -125,14 +126,13 @@ struct Inner {
     cache: Option<Arc<VerdictCache>>,
     sinks: SharedSinks,
     stats: Mutex<WarmStats>,
+    /// Verdicts since start, by where they came from.
+    counts: Mutex<OriginCounts>,
 }
 
 impl Inner {
     fn emit(&self, event: &Event) -> anyhow::Result<()> {
-        for sink in self.sinks.lock().unwrap().iter_mut() {
-            sink.handle(event)?;
-        }
-        Ok(())
+        self.sinks.emit(event)
     }
 }
 
@@ -140,18 +140,6 @@ impl Inner {
 pub struct WarmSession {
     inner: Arc<Inner>,
     server: Option<JoinHandle<()>>,
-}
-
-/// Forwards a [`Session`]'s events to the shared sinks (the ground-truth phase at start).
-struct Forward(SharedSinks);
-
-impl Sink for Forward {
-    fn handle(&mut self, event: &Event) -> anyhow::Result<()> {
-        for sink in self.0.lock().unwrap().iter_mut() {
-            sink.handle(event)?;
-        }
-        Ok(())
-    }
 }
 
 /// How long [`WarmSession::start`] waits for the executor's workers to warm up (a slot's
@@ -185,16 +173,13 @@ impl WarmSession {
                 .map_err(|e| SessionError::Sink(e.into()))?
         };
         let sinks: SharedSinks = Arc::new(Mutex::new(sinks));
-        let gt = {
-            let forward: Vec<Box<dyn Sink>> = vec![Box::new(Forward(sinks.clone()))];
-            let session =
-                Session::new(&dataset, &*executor, &settings, forward).with_retry(opts.retry);
-            match opts.gt {
-                GtMode::Skip => session.skip_ground_truth(),
-                GtMode::Use => session.ground_truth_of(&engine, gt_cache, false, None),
-                GtMode::Recheck => session.ground_truth_of(&engine, gt_cache, true, None),
-            }
+        let phases = Phases {
+            dataset: &dataset,
+            settings: &settings,
+            retry: opts.retry,
+            events: &*sinks,
         };
+        let gt = phases.ground_truth(&engine, gt_cache, opts.gt, None);
         let gt = match gt {
             Ok(gt) => gt,
             Err(e) => {
@@ -221,6 +206,7 @@ impl WarmSession {
                 cache: opts.cache,
                 sinks,
                 stats: Mutex::new(WarmStats::default()),
+                counts: Mutex::new(OriginCounts::default()),
             }),
             server: Some(server),
         })
@@ -330,10 +316,15 @@ impl WarmSession {
 
     pub fn stats(&self) -> WarmStats {
         let e = self.inner.engine.stats();
+        let c = *self.inner.counts.lock().unwrap();
         WarmStats {
             queued: e.queued,
             in_flight: e.in_flight,
             remembered: self.inner.shared.remembered(),
+            executed: c.executed as u64,
+            cached: c.cached as u64,
+            deduplicated: c.deduplicated as u64,
+            refused: c.refused as u64,
             ..*self.inner.stats.lock().unwrap()
         }
     }
@@ -607,21 +598,13 @@ fn index_of(id: &JobId) -> usize {
 fn deliver(inner: &Inner, waiter: &Waiter, outcome: &Outcome, first: Origin) -> anyhow::Result<()> {
     let mut sink_error = None;
     for (i, job) in waiter.jobs.iter().enumerate() {
-        let origin = if i == 0 { first } else { Origin::Duplicate };
+        let origin = member_origin(first, i);
         let verdict = Verdict {
             outcome: outcome.clone(),
             origin,
         };
         waiter.answers.send((index_of(&job.id), Ok(verdict)));
-        {
-            let mut st = inner.stats.lock().unwrap();
-            match origin {
-                Origin::Executed => st.executed += 1,
-                Origin::Cached => st.cached += 1,
-                Origin::Duplicate => st.deduplicated += 1,
-                Origin::Refused => st.refused += 1,
-            }
-        }
+        inner.counts.lock().unwrap().add(origin);
         if sink_error.is_none() {
             if let Err(e) = inner.emit(&Event::JobDone {
                 phase: Phase::Samples,

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::sandbox::Isolation;
 use crate::ExecConfig;
 
 pub(crate) fn cgroup_controller(name: &str) -> Option<PathBuf> {
@@ -18,6 +17,15 @@ pub(crate) fn cgroup_controller(name: &str) -> Option<PathBuf> {
     }
     let _ = std::fs::remove_dir(&probe);
     Some(root)
+}
+
+/// The v1 hierarchies a slot's cgroups are made in (those the host probe found usable).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Roots<'a> {
+    pub memory: Option<&'a Path>,
+    pub pids: Option<&'a Path>,
+    pub freezer: Option<&'a Path>,
+    pub cpu: Option<&'a Path>,
 }
 
 /// A per-slot cgroup directory in each available controller, removed on drop.
@@ -120,10 +128,10 @@ pub(crate) fn thaw_cgroup(dir: &Path) {
 }
 
 impl SlotCgroups {
-    pub fn create(iso: &Isolation, cfg: &ExecConfig, tag: &str) -> SlotCgroups {
+    pub fn create(roots: &Roots, cfg: &ExecConfig, tag: &str) -> SlotCgroups {
         let mut dirs = Vec::new();
         let name = format!("bcb-{}-{tag}", std::process::id());
-        if let Some(root) = &iso.cgroup_memory {
+        if let Some(root) = &roots.memory {
             if cfg.limits.memory_mb > 0 {
                 let dir = root.join(&name);
                 if std::fs::create_dir(&dir).is_ok() {
@@ -135,7 +143,7 @@ impl SlotCgroups {
                 }
             }
         }
-        if let Some(root) = &iso.cgroup_pids {
+        if let Some(root) = &roots.pids {
             if cfg.limits.max_processes > 0 {
                 let dir = root.join(&name);
                 if std::fs::create_dir(&dir).is_ok() {
@@ -146,7 +154,7 @@ impl SlotCgroups {
             }
         }
         let mut freezer = None;
-        if let Some(root) = &iso.cgroup_freezer {
+        if let Some(root) = &roots.freezer {
             let dir = root.join(&name);
             if std::fs::create_dir(&dir).is_ok() {
                 dirs.push(dir.clone());
@@ -157,7 +165,7 @@ impl SlotCgroups {
         // Nested in our own cpu cgroup, not the root: the weights then divide what this
         // process was given (a container's, a test's), as its other samples do.
         let mut cpu = None;
-        if let (Some(root), Some(_)) = (&iso.cgroup_cpu, &freezer) {
+        if let (Some(root), Some(_)) = (&roots.cpu, &freezer) {
             let dir = own_cgroup(root, "cpu").join(&name);
             if std::fs::create_dir(&dir).is_ok() {
                 dirs.push(dir.clone());

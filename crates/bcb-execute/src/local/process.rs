@@ -118,7 +118,7 @@ impl Base {
     ) -> Result<(SlotSpec, SlotCgroups)> {
         let workroot = self.root.path().join(tag);
         std::fs::create_dir_all(&workroot)?;
-        let cgroups = SlotCgroups::create(&self.iso, &self.cfg, tag);
+        let cgroups = SlotCgroups::create(&self.iso.cgroup_roots(), &self.cfg, tag);
         let spec = SlotSpec {
             cfg: self.cfg.clone(),
             iso: self.iso.clone(),

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use super::cgroups::{cgroup_controller, own_cgroup, sweep_stale_cgroups};
+use super::cgroups::{cgroup_controller, own_cgroup, sweep_stale_cgroups, Roots};
 
 /// Isolation features the harness child applies (each probed on this host).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -118,6 +118,18 @@ fn try_namespaces(with_user: bool) -> bool {
             std::ptr::null(),
         ) == 0
     })
+}
+
+impl Isolation {
+    /// Where slot cgroups are made (`SlotCgroups::create`).
+    pub(crate) fn cgroup_roots(&self) -> Roots<'_> {
+        Roots {
+            memory: self.cgroup_memory.as_deref(),
+            pids: self.cgroup_pids.as_deref(),
+            freezer: self.cgroup_freezer.as_deref(),
+            cpu: self.cgroup_cpu.as_deref(),
+        }
+    }
 }
 
 /// Landlock ABI version of this kernel (0: unavailable); scoped signals need >= 6.
