@@ -43,6 +43,7 @@ mod settings;
 pub mod shard;
 mod shared_runs;
 pub mod sleepers;
+mod submission;
 mod triage;
 pub mod verdict_cache;
 mod warm;
@@ -61,10 +62,10 @@ pub use script::{ScriptRequest, ScriptSubmission, SCRIPT_TASK_ID};
 pub use session::{Request, Reuse, Session};
 pub use settings::Settings;
 pub use shard::{find_shards, merge, ShardPlan};
+pub use submission::{Submission, SubmissionHandle};
 pub use verdict_cache::VerdictCache;
 pub use warm::{
-    Submission, SubmissionHandle, SubmissionItem, SubmitOptions, SubmitSample, Verdict,
-    WarmOptions, WarmSession, WarmStats,
+    SubmissionItem, SubmitOptions, SubmitSample, Verdict, WarmOptions, WarmSession, WarmStats,
 };
 
 /// Test fixtures shared by the unit tests of several modules.
