@@ -20,6 +20,13 @@ use std::str::FromStr;
 
 use tree_sitter::{Node, Parser};
 
+mod patterns;
+
+use patterns::{
+    FRAME_ATTRS, FRAME_CALLS, FUNCTION_ATTRS, GC_CALLS, HARNESS_MODULES, RAW_FD_CALLS, SYS_GUARDED,
+    TRACE_CALLS,
+};
+
 /// One suspicious construct.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TamperFinding {
@@ -157,100 +164,6 @@ thread_local! {
         p
     });
 }
-
-const FRAME_CALLS: &[&str] = &[
-    "sys._getframe",
-    "sys._current_frames",
-    "inspect.currentframe",
-    "inspect.stack",
-    "inspect.trace",
-    "inspect.getouterframes",
-    "inspect.getinnerframes",
-    "traceback.walk_stack",
-];
-const FRAME_ATTRS: &[&str] = &[
-    "f_back",
-    "f_locals",
-    "f_globals",
-    "f_builtins",
-    "tb_frame",
-    "gi_frame",
-    "cr_frame",
-    "ag_frame",
-];
-const GC_CALLS: &[&str] = &["gc.get_objects", "gc.get_referrers", "gc.get_referents"];
-/// Descriptor-level I/O: no task needs it, and it is how a sample would find the report pipes.
-const RAW_FD_CALLS: &[&str] = &[
-    "os.read",
-    "os.write",
-    "os.readv",
-    "os.writev",
-    "os.pread",
-    "os.pwrite",
-    "os.preadv",
-    "os.pwritev",
-    "os.fstat",
-    "os.fdopen",
-    "os.dup",
-    "os.dup2",
-    "os.sendfile",
-    "os.splice",
-    "os.set_blocking",
-    "os.get_blocking",
-    "os.set_inheritable",
-    "os.fchmod",
-    "os.fchown",
-    "os.ftruncate",
-    "socket.fromfd",
-    "fcntl.fcntl",
-];
-const TRACE_CALLS: &[&str] = &[
-    "sys.settrace",
-    "sys.setprofile",
-    "threading.settrace",
-    "threading.setprofile",
-    "threading.settrace_all_threads",
-    "threading.setprofile_all_threads",
-];
-const FUNCTION_ATTRS: &[&str] = &[
-    "__code__",
-    "__globals__",
-    "__defaults__",
-    "__kwdefaults__",
-    "__closure__",
-];
-/// Modules the harness uses after the sample has started: patching them is tampering.
-const HARNESS_MODULES: &[&str] = &[
-    "json",
-    "os",
-    "posix",
-    "gc",
-    "traceback",
-    "inspect",
-    "marshal",
-    "signal",
-    "time",
-    "types",
-    "importlib",
-    "faulthandler",
-    "select",
-];
-/// `sys` attributes the harness relies on (writing others, like `sys.stdout` or
-/// `sys.executable`, is ordinary task code).
-const SYS_GUARDED: &[&str] = &[
-    "modules",
-    "exit",
-    "exc_info",
-    "excepthook",
-    "displayhook",
-    "settrace",
-    "setprofile",
-    "gettrace",
-    "getprofile",
-    "addaudithook",
-    "audit",
-    "setrecursionlimit",
-];
 
 /// The syntax tree of `code` (None only if tree-sitter gives up; a tree with errors is
 /// still returned, as for the scan).
