@@ -24,6 +24,7 @@ pub mod serve;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod unit;
 
 pub use error::{ApiError, ErrorClass};
 pub use options::{
