@@ -12,9 +12,7 @@
 #        task); ORIGINAL_REPEATS=3 (0: skip the original); BCB_BIN (default: this checkout's
 #        release build); BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
 set -euo pipefail
-k=${1:-3}
-passes=${2:-2}
-parallel=${3:-$(nproc)}
+read -r k passes parallel <<<"${1:-3} ${2:-2} ${3:-$(nproc)}"
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
 export DATASET=$BCB_DATASET_DIR/bigcodebench-v0.1.4.jsonl.gz
