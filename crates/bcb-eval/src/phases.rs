@@ -33,16 +33,7 @@ pub(crate) trait Emit {
     fn emit(&self, event: &Event) -> anyhow::Result<()>;
 }
 
-impl Emit for Mutex<Vec<Box<dyn Sink + '_>>> {
-    fn emit(&self, event: &Event) -> anyhow::Result<()> {
-        for sink in self.lock().unwrap().iter_mut() {
-            sink.handle(event)?;
-        }
-        Ok(())
-    }
-}
-
-impl Emit for Mutex<Vec<Box<dyn Sink + Send>>> {
+impl<S: Sink + ?Sized> Emit for Mutex<Vec<Box<S>>> {
     fn emit(&self, event: &Event) -> anyhow::Result<()> {
         for sink in self.lock().unwrap().iter_mut() {
             sink.handle(event)?;
