@@ -209,3 +209,52 @@ fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
         );
     }
 }
+
+/// BigCodeBench/1040 races its own server, in any harness: `test_queue_empty_condition` sends
+/// a message and closes at once. If the server echoes before the client's close (the test's
+/// thread preempted for a moment between `sendall` and `close`: CPU starvation, a freeze, the
+/// GIL handed over), the client closes with unread data, the kernel answers with a reset, the
+/// server thread dies of `ConnectionResetError`, and the test's second connect is refused. The
+/// canonical solution passes; the same program whose client waits 50 ms before each close fails
+/// exactly so (the census's one random failure of a correct answer, explained).
+#[test]
+fn task_1040_fails_when_its_client_closes_after_the_servers_echo() {
+    let Some(py) = python() else { return };
+    let task = dataset().get("BigCodeBench/1040").unwrap().clone();
+    let program = format!("{}\n{}", task.complete_prompt, task.canonical_solution);
+    let late_close = "import socket as _s, threading as _t, time as _time\n\
+        _close = _s.socket.close\n\
+        def _late_close(self):\n    \
+            try:\n        port = self.getsockname()[1]\n    \
+            except OSError:\n        port = None\n    \
+            if port not in (None, 12345) and _t.current_thread() is _t.main_thread():\n        \
+                _time.sleep(0.05)\n    \
+            _close(self)\n\
+        _s.socket.close = _late_close\n";
+    // The one test that races, with the class's set-up (each other test waits out a 10-s
+    // server of its own).
+    let test: Vec<&str> = task
+        .test
+        .split("\n    def ")
+        .filter(|m| !m.starts_with("test_") || m.starts_with("test_queue_empty_condition"))
+        .collect();
+    let test = test.join("\n    def ");
+    let out = run(
+        "pool",
+        config(py, 2),
+        vec![
+            job(0, &task.task_id, &program, &test, 60.0),
+            job(
+                1,
+                &task.task_id,
+                &format!("{late_close}{program}"),
+                &test,
+                60.0,
+            ),
+        ],
+    );
+    assert_eq!(out[&0].status, Status::Pass, "{:?}", out[&0].details);
+    assert_eq!(out[&1].status, Status::Fail, "{:?}", out[&1].details);
+    let details = format!("{:?}", out[&1].details);
+    assert!(details.contains("ConnectionRefusedError"), "{details}");
+}
