@@ -12,12 +12,10 @@
 set -euo pipefail
 subset=${1:-hard}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
+bench_python
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$here/target}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-execute.XXXXXX)}
-mkdir -p "$out"
+bench_out execute
 (cd "$here" && cargo build -q --release -p bcb-execute --example execute_gt)
 bin=$CARGO_TARGET_DIR/release/examples/execute_gt
 

@@ -13,11 +13,9 @@
 #        BENCH_OUT (scratch folder), BENCH_CARGO_HOME=fresh (empty cargo home: crate downloads
 #        included), BENCH_ENV=reuse (keep the existing eval env: the build and the run only).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 repo=${1:-$here}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-fresh.XXXXXX)}
-mkdir -p "$out"
+bench_out fresh
 export CARGO_TARGET_DIR=$out/target BCB_CACHE_DIR=$out/cache
 if [[ "${BENCH_ENV:-}" != reuse ]]; then
     # A new eval env from empty uv and pip caches: every wheel downloaded, as a newcomer's is.

@@ -11,11 +11,9 @@ set -euo pipefail
 subset=${1:-hard}
 max_tokens=${2:-48}
 interval=${3:-15}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
 eval "$(bash "$here/.ci/setup-llm.sh" | sed 's/^/export /')"
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-generate.XXXXXX)}
-mkdir -p "$out"
+bench_out generate
 (cd "$here" && cargo build -q --bin bcb)
 bcb=$here/target/debug/bcb
 log=$out/run.log

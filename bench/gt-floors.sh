@@ -18,11 +18,9 @@
 set -euo pipefail
 subset=${1:-full}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
 export BCB_ENV_DIR=${BCB_ENV_DIR:-$HOME/.cache/bcb/eval-env-py311}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-gt.XXXXXX)}
-mkdir -p "$out"
+bench_out gt
 (cd "$here" && cargo build -q --release --bin bcb)
 current=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 

@@ -13,12 +13,9 @@
 set -euo pipefail
 subset=${1:-full}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-# Each run has its own BCB_CACHE_DIR, so the eval env must be named, not found in the cache.
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-hacks.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_python
+bench_out hacks
 (cd "$here" && cargo build -q --release --bin bcb)
 current=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 

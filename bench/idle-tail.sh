@@ -16,12 +16,9 @@ set -euo pipefail
 normal=${1:-40}
 parallel=${2:-$(nproc)}
 timeout=${TIMEOUT:-60}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-# Each run has its own BCB_CACHE_DIR, so the eval env must be named, not found in the cache.
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-idle.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_python
+bench_out idle
 (cd "$here" && cargo build -q --release --bin bcb)
 current=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 py=$BCB_PYTHON

@@ -10,15 +10,11 @@
 set -euo pipefail
 subset=${1:-full}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
+bench_python
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-many.XXXXXX)}
 mkdir -p "$out"/{one,separate}
-if [[ -z "${BCB_BIN:-}" ]]; then
-    (cd "$here" && cargo build -q --release -p bcb-cli)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+bench_bcb_bin
 files=()
 for gz in "$BCB_DATASET_DIR"/../real-samples/*sanitized_calibrated.jsonl.gz; do
     f=$(basename "$gz" .gz)

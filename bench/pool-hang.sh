@@ -12,14 +12,10 @@
 set -euo pipefail
 n=${1:-50}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-pool-hang.XXXXXX)}
 mkdir -p "$out"
-if [ -z "${BCB_BIN:-}" ]; then
-    (cd "$here" && cargo build -q --release --bin bcb)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+bench_bcb_bin
 BCB_PYTHON=${BCB_PYTHON:-$("$BCB_BIN" env setup | tail -n 1)}
 export BCB_PYTHON
 python3 - "$BCB_DATASET_DIR/bigcodebench-v0.1.4.jsonl.gz" "$n" >"$out/copies.jsonl" <<'PY'

@@ -8,11 +8,10 @@
 #        BCB_GRADIO6_PYTHON (default gradio python; `.ci/setup-gradio.sh` prints it)
 set -euo pipefail
 subset=${1:-hard}
-here=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 gpy=${2:-${BCB_GRADIO6_PYTHON:-$HOME/.cache/bcb/gradio6/bin/python}}
 bcb=${BCB:-$here/target/debug/bcb}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
+bench_python
 export BCB_OFFLINE=1
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-remote.XXXXXX)}
 mkdir -p "$out"/local-cache "$out"/space-cache "$out"/gradio-tmp

@@ -13,17 +13,13 @@
 #        release build); BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT
 set -euo pipefail
 read -r k passes parallel <<<"${1:-3} ${2:-2} ${3:-$(nproc)}"
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
 export DATASET=$BCB_DATASET_DIR/bigcodebench-v0.1.4.jsonl.gz
 samples_dir=${BCB_REAL_SAMPLES_DIR:-$here/../shared/real-samples}
 out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-census.XXXXXX)}
 mkdir -p "$out"
 echo "$parallel" >"$out/cores"
-if [ -z "${BCB_BIN:-}" ]; then
-    (cd "$here" && cargo build -q --release --bin bcb)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+bench_bcb_bin
 bcb=$BCB_BIN
 BCB_PYTHON=${BCB_PYTHON:-$("$bcb" env setup | tail -n 1)}
 export BCB_PYTHON

@@ -10,11 +10,9 @@ set -euo pipefail
 n=${1:-200}
 clients=${2:-16}
 parallel=${3:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-run-code.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_python
+bench_out run-code
 (cd "$here" && cargo build -q --release --bin bcb)
 bcb=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 export BCB_CACHE_DIR=$out/cache

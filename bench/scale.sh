@@ -17,10 +17,8 @@
 # env:   BCB_DATASET_DIR (folder of bigcodebench-v0.1.4.jsonl.gz; default ../shared/bigcodebench),
 #        BENCH_OUT (scratch folder; the 1M samples file is ~1.7 GB, its results ~2 GB).
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-scale.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_out scale
 sizes=("$@")
 [[ ${#sizes[@]} -gt 0 ]] || sizes=(10000 100000 1000000)
 (cd "$here" && cargo build -q --release -p bcb-eval --example scale)

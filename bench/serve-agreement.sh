@@ -11,16 +11,11 @@
 set -euo pipefail
 parallel=${1:-$(nproc)}
 port=${PORT:-18766}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
+. "$(dirname "$0")/lib.sh"
+bench_python
 real=${REAL:-$BCB_DATASET_DIR/../real-samples}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-agreement.XXXXXX)}
-mkdir -p "$out"
-if [ -z "${BCB_BIN:-}" ]; then
-    (cd "$here" && cargo build -q --release --bin bcb)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+bench_out agreement
+bench_bcb_bin
 py=$BCB_PYTHON
 url=http://127.0.0.1:$port
 export BCB_CACHE_DIR=$out/cache

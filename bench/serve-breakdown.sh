@@ -13,11 +13,9 @@ n=${1:-100}
 parallel=${2:-2}
 profile=${3:-release}
 port=${PORT:-18766}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-breakdown.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_python
+bench_out breakdown
 flag=--release
 dir=release
 if [ "$profile" = dev ]; then flag=; dir=debug; fi

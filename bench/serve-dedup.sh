@@ -13,11 +13,9 @@ parallel=${1:-$(nproc)}
 clients=${CLIENTS:-64}
 copies=${COPIES:-4}
 port=${PORT:-18766}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-serve-dedup.XXXXXX)}
-mkdir -p "$out"
+. "$(dirname "$0")/lib.sh"
+bench_python
+bench_out serve-dedup
 (cd "$here" && cargo build -q --release --bin bcb)
 bcb=${CARGO_TARGET_DIR:-$here/target}/release/bcb
 py=$BCB_PYTHON

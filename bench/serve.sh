@@ -24,15 +24,8 @@ clients=${CLIENTS:-64}
 copies=${COPIES:-4}
 parts=${PARTS:-latency throughput compare}
 port=${PORT:-18765}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-serve.XXXXXX)}
-mkdir -p "$out"
-if [[ -z "${BCB_BIN:-}" ]]; then
-    (cd "$here" && cargo build -q --release --bin bcb)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+. "$(dirname "$0")/lib.sh"
+bench_setup serve
 bcb=$BCB_BIN
 py=$BCB_PYTHON
 url=http://127.0.0.1:$port

@@ -17,8 +17,7 @@ set -euo pipefail
 tasks=${1:-20}
 n=${2:-100}
 parallel=${3:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
+. "$(dirname "$0")/lib.sh"
 ids=$(python3 - "$here" "$BCB_DATASET_DIR/.." "$tasks" <<'PY'
 import glob, gzip, hashlib, json, os, sys
 here, shared, k = sys.argv[1], sys.argv[2], int(sys.argv[3])

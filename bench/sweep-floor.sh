@@ -19,15 +19,8 @@
 set -euo pipefail
 n=${1:-10}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-floor.XXXXXX)}
-mkdir -p "$out"
-if [[ -z "${BCB_BIN:-}" ]]; then
-    (cd "$here" && cargo build -q --release --bin bcb)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+. "$(dirname "$0")/lib.sh"
+bench_setup floor
 subset=${SUBSET:-hard}
 file="sweep--main--bigcodebench-$subset-complete--bench-0-$n-sanitized_calibrated.jsonl"
 # BENCH_IDS as full task ids (`1,2` → `BigCodeBench/1,BigCodeBench/2`).

@@ -17,15 +17,8 @@
 set -euo pipefail
 n=${1:-10}
 parallel=${2:-$(nproc)}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export BCB_PYTHON=${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}
-export BCB_DATASET_DIR=${BCB_DATASET_DIR:-$here/../shared/bigcodebench}
-out=${BENCH_OUT:-$(mktemp -d /tmp/bcb-bench-sweep.XXXXXX)}
-mkdir -p "$out"
-if [[ -z "${BCB_BIN:-}" ]]; then
-    (cd "$here" && cargo build -q --release -p bcb-cli)
-    BCB_BIN=${CARGO_TARGET_DIR:-$here/target}/release/bcb
-fi
+. "$(dirname "$0")/lib.sh"
+bench_setup sweep
 name() { echo "sweep-$1--main--bigcodebench-hard-complete--bench-0-$n-sanitized_calibrated.jsonl"; }
 
 # One directory per variant, each with its own copy of the samples (result files land beside).

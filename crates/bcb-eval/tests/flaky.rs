@@ -7,12 +7,11 @@ mod common;
 
 use common::{dataset, settings};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use bcb_dataset::Dataset;
 use bcb_eval::journal::rerun_journal_path;
 use bcb_eval::samples_journal_key;
-use bcb_eval::{GtCache, RetryPolicy, RunReport, SampleRun, Samples, Session, SessionError};
+use bcb_eval::{GtCache, RunReport, SampleRun, Samples, Session, SessionError};
 use bcb_execute::{ExecError, Job, Outcome, Program};
 use bcb_sinks::{ProgressMode, StandardSinks};
 use bcb_testkit::{fail, pass, FakeExecutor};
@@ -23,22 +22,13 @@ const STABLE: &str = "return -1";
 const FLAKY: &str = "return -2";
 
 fn samples_file(dir: &Path) -> PathBuf {
-    let path = dir.join("m--main--bigcodebench-complete--x-0-2-sanitized_calibrated.jsonl");
-    let mut text = String::new();
-    for i in 0..3 {
-        for k in 0..2 {
-            let body = match (i, k) {
-                (0, 1) => STABLE,
-                (2, 1) => FLAKY,
-                _ => "return 1",
-            };
-            let row = serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": format!("def task_func():\n    {body}\n")});
-            text.push_str(&row.to_string());
-            text.push('\n');
-        }
-    }
-    std::fs::write(&path, text).unwrap();
-    path
+    common::samples_file(dir, "m", 2, |i, k| {
+        common::returning(match (i, k) {
+            (0, 1) => STABLE,
+            (2, 1) => FLAKY,
+            _ => "return 1",
+        })
+    })
 }
 
 fn script(job: &Job, attempt: usize) -> Result<Outcome, ExecError> {
@@ -71,11 +61,7 @@ fn evaluate(
         shard: None,
     });
     let session = Session::new(ds, exec, &settings, sinks)
-        .with_retry(RetryPolicy {
-            retries: 1,
-            first_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(10),
-        })
+        .with_retry(common::retry(1, 10, 10))
         .with_rerun_failures(reruns);
     let gt = session.ground_truth(&gt_cache, false)?;
     let opts = SampleRun {
@@ -86,9 +72,7 @@ fn evaluate(
     session.evaluate(&samples, &gt, &opts)
 }
 
-fn read(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
+use common::read_json as read;
 
 fn runs_of(exec: &FakeExecutor, body: &str, ds: &Dataset, dir: &Path) -> usize {
     let samples = Samples::read(ds, &samples_file(dir), true).unwrap();

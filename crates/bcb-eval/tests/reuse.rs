@@ -15,8 +15,8 @@ use bcb_eval::samples_journal_key;
 use bcb_eval::verdict_cache::{self, VerdictCache};
 use bcb_eval::Reuse;
 use bcb_eval::{
-    Event, GtCache, GtMode, Origin, Phase, Request, RetryPolicy, RunReport, SampleRun, Samples,
-    Session, SessionError, Settings, Sink,
+    Event, GtCache, GtMode, Origin, Phase, Request, RunReport, SampleRun, Samples, Session,
+    SessionError, Settings, Sink,
 };
 use bcb_execute::{ExecError, Job, Outcome, Program, Status};
 use bcb_sinks::{ProgressMode, StandardSinks, VerdictCacheSink};
@@ -30,21 +30,9 @@ fn dataset(dir: &Path) -> Dataset {
 
 /// `n` samples per task, each `return {answers[k % len]}`: a sweep with duplicates.
 fn samples_file(dir: &Path, name: &str, n: usize, answers: &[i32]) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(format!(
-        "{name}--main--bigcodebench-complete--x-0-{n}-sanitized_calibrated.jsonl"
-    ));
-    let mut text = String::new();
-    for i in 0..3 {
-        for k in 0..n {
-            let v = answers[k % answers.len()];
-            let row = serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": format!("def task_func():\n    return {v}\n")});
-            text.push_str(&row.to_string());
-            text.push('\n');
-        }
-    }
-    std::fs::write(&path, text).unwrap();
-    path
+    common::samples_file(dir, name, n, |_, k| {
+        common::returning(&format!("return {}", answers[k % answers.len()]))
+    })
 }
 
 /// Right when the program returns the task's number (the canonical solution does).
@@ -55,6 +43,24 @@ fn script(job: &Job, _attempt: usize) -> Result<Outcome, ExecError> {
     } else {
         Ok(fail("test_it", "AssertionError"))
     }
+}
+
+/// [`script`]'s executor that dies for good after `n` executions (not counting the ground
+/// truth's when `spare_gt`).
+fn dying_after(n: usize, spare_gt: bool) -> FakeExecutor {
+    let count = Mutex::new(0);
+    FakeExecutor::new(move |job, attempt| {
+        if spare_gt && job.id.program == Program::GroundTruth {
+            return script(job, attempt);
+        }
+        let mut done = count.lock().unwrap();
+        *done += 1;
+        if *done > n {
+            Err(ExecError::fatal("worker killed", "run again"))
+        } else {
+            script(job, attempt)
+        }
+    })
 }
 
 /// Records the order of events (phase starts and the origin of each verdict).
@@ -142,11 +148,7 @@ impl Env {
             shard: None,
         };
         let session = Session::new(&self.ds, exec, &self.settings, sinks)
-            .with_retry(RetryPolicy {
-                retries: 0,
-                first_delay: Duration::from_millis(1),
-                max_delay: Duration::from_millis(1),
-            })
+            .with_retry(common::retry(0, 1, 1))
             .with_reuse(Reuse {
                 dedup: self.dedup,
                 cache: cache.as_ref(),
@@ -358,19 +360,7 @@ fn a_killed_run_resumes_with_dedup_and_ends_with_the_clean_files() {
         .unwrap()
         .remove(0);
     // The executor dies for good after the ground truth and two sample executions.
-    let count = Mutex::new(0);
-    let dying = FakeExecutor::new(move |job, attempt| {
-        if job.id.program == Program::GroundTruth {
-            return script(job, attempt);
-        }
-        let mut n = count.lock().unwrap();
-        *n += 1;
-        if *n > 2 {
-            Err(ExecError::fatal("worker killed", "run again"))
-        } else {
-            script(job, attempt)
-        }
-    });
+    let dying = dying_after(2, true);
     assert!(env.run(&dying, &[&a]).is_err());
     let parsed = Samples::read(&env.ds, &a, true).unwrap();
     let results = bcb_samples::eval_results_path(&a);
@@ -398,22 +388,7 @@ fn a_killed_run_resumes_with_dedup_and_ends_with_the_clean_files() {
 fn refused_samples_are_announced_inside_their_phase() {
     let dir = tempfile::tempdir().unwrap();
     let env = Env::new(dir.path());
-    let path = dir.path().join("t.jsonl");
-    let forged = "import sys\ndef task_func():\n    sys._getframe(1).f_locals['result'] = 'pass'\n    return 1\n";
-    let mut text = String::new();
-    for i in 0..3 {
-        let code = if i == 1 {
-            forged.to_string()
-        } else {
-            format!("def task_func():\n    return {i}\n")
-        };
-        text.push_str(
-            &serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": code})
-                .to_string(),
-        );
-        text.push('\n');
-    }
-    std::fs::write(&path, text).unwrap();
+    let path = common::tamper_samples(dir.path());
     env.run(&FakeExecutor::new(script), &[&path]).unwrap();
     let trace = env.trace.0.lock().unwrap().clone();
     let start = trace
@@ -437,16 +412,7 @@ fn a_run_stopped_by_an_error_still_caches_what_it_executed() {
         &[&samples_file(&dir.path().join("gt"), "m", 1, &[9])],
     )
     .unwrap();
-    let count = Mutex::new(0);
-    let dying = FakeExecutor::new(move |job, attempt| {
-        let mut n = count.lock().unwrap();
-        *n += 1;
-        if *n > 2 {
-            Err(ExecError::fatal("worker killed", "run again"))
-        } else {
-            script(job, attempt)
-        }
-    });
+    let dying = dying_after(2, false);
     assert!(env.run(&dying, &[&a]).is_err());
     let root = VerdictCache::root(&env.cache_dir);
     assert_eq!(

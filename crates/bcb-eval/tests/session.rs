@@ -7,47 +7,28 @@ mod common;
 
 use common::dataset;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use bcb_dataset::{Dataset, Split};
+use bcb_dataset::Dataset;
 use bcb_eval::journal::{read_journal, samples_journal_path};
 use bcb_eval::samples_journal_key;
-use bcb_eval::{GtCache, RetryPolicy, SampleRun, Samples, Session, SessionError, Settings};
-use bcb_execute::{ExecError, Limits, Program, Status};
+use bcb_eval::{GtCache, SampleRun, Samples, Session, SessionError, Settings};
+use bcb_execute::{ExecError, Program, Status};
 use bcb_sinks::{ProgressMode, StandardSinks};
 use bcb_testkit::{fail, pass, FakeExecutor};
 
 fn settings(base_timeout: f64) -> Settings {
     Settings {
-        split: Split::Complete,
-        calibrated: true,
-        min_time_limit: 1.0,
         base_timeout,
-        limits: Limits::default(),
-        runtime: "test".into(),
-        tamper: Default::default(),
-        hacks: Default::default(),
+        ..common::settings()
     }
 }
 
 /// Two samples per task; sample 1 of task 2 is wrong.
 fn samples_file(dir: &Path) -> PathBuf {
-    let path = dir.join("m--main--bigcodebench-complete--x-0-2-sanitized_calibrated.jsonl");
-    let mut text = String::new();
-    for i in 0..3 {
-        for k in 0..2 {
-            let body = if i == 2 && k == 1 {
-                "    return -1\n"
-            } else {
-                "    return 1\n"
-            };
-            let row = serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": format!("def task_func():\n{body}")});
-            text.push_str(&row.to_string());
-            text.push('\n');
-        }
-    }
-    std::fs::write(&path, text).unwrap();
-    path
+    common::samples_file(dir, "m", 2, |i, k| match (i, k) {
+        (2, 1) => common::returning("return -1"),
+        _ => common::returning("return 1"),
+    })
 }
 
 /// Fails the wrong sample, passes everything else.
@@ -67,7 +48,18 @@ struct Run<'a> {
     force: bool,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// The default run: 240 s base timeout, the pass@k file written, no `--force`.
+    fn new(ds: &'a Dataset, cache: &'a Path) -> Run<'a> {
+        Run {
+            ds,
+            settings: settings(240.0),
+            cache,
+            save_pass_rate: true,
+            force: false,
+        }
+    }
+
     fn evaluate(
         &self,
         exec: &FakeExecutor,
@@ -87,11 +79,8 @@ impl Run<'_> {
             console: None,
             shard: None,
         });
-        let session = Session::new(self.ds, exec, &self.settings, sinks).with_retry(RetryPolicy {
-            retries: 2,
-            first_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(20),
-        });
+        let session =
+            Session::new(self.ds, exec, &self.settings, sinks).with_retry(common::retry(2, 10, 20));
         let gt = session.ground_truth(&gt_cache, false)?;
         session.evaluate(
             &samples,
@@ -105,8 +94,11 @@ impl Run<'_> {
     }
 }
 
-/// The sinks of a ground-truth-only run: the cache journal, nothing else.
-fn gt_sinks(cache: &GtCache) -> Vec<Box<dyn bcb_eval::Sink>> {
+/// The sinks of a ground-truth-only run: the cache journal (or the shard's), nothing else.
+fn gt_sinks<'a>(
+    cache: &'a GtCache,
+    shard: Option<&'a bcb_eval::ShardPlan>,
+) -> Vec<Box<dyn bcb_eval::Sink>> {
     bcb_sinks::standard(StandardSinks {
         gt_cache: Some(cache),
         samples: Vec::new(),
@@ -114,25 +106,17 @@ fn gt_sinks(cache: &GtCache) -> Vec<Box<dyn bcb_eval::Sink>> {
         save_pass_rate: true,
         force: false,
         console: None,
-        shard: None,
+        shard,
     })
 }
 
-fn read(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
+use common::read_json as read;
 
 #[test]
 fn a_clean_run_writes_upstream_files() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let run = Run::new(&ds, dir.path());
     let exec = FakeExecutor::new(script);
     let report = run.evaluate(&exec, &samples_file(dir.path())).unwrap();
     // 3 ground-truth jobs + 6 samples, each once.
@@ -158,13 +142,7 @@ fn a_transient_error_is_retried_and_the_files_equal_a_clean_run() {
     let ds = dataset(dir.path());
     let clean_dir = dir.path().join("clean");
     std::fs::create_dir(&clean_dir).unwrap();
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let run = Run::new(&ds, dir.path());
     let clean = run
         .evaluate(&FakeExecutor::new(script), &samples_file(&clean_dir))
         .unwrap();
@@ -195,13 +173,7 @@ fn a_transient_error_is_retried_and_the_files_equal_a_clean_run() {
 fn a_persistent_error_stops_the_run_and_journals_only_real_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let run = Run::new(&ds, dir.path());
     let samples = samples_file(dir.path());
     // Task 1's samples never get a verdict; the others do.
     let broken = FakeExecutor::new(|job, attempt| {
@@ -250,13 +222,7 @@ fn a_persistent_error_stops_the_run_and_journals_only_real_verdicts() {
 fn a_fatal_error_stops_at_once_with_its_hint() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let run = Run::new(&ds, dir.path());
     let exec = FakeExecutor::new(|_, _| {
         Err(ExecError::fatal(
             "cannot set up a local worker: disk full",
@@ -295,7 +261,7 @@ fn ground_truth_cache_depends_on_the_time_settings() {
         ))
     });
     let s5 = settings(5.0);
-    let session = Session::new(&ds, &timeouts, &s5, gt_sinks(&quick));
+    let session = Session::new(&ds, &timeouts, &s5, gt_sinks(&quick, None));
     assert_eq!(
         session
             .ground_truth(&quick, false)
@@ -314,7 +280,7 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
     let s = settings(240.0);
     let cache = GtCache::new(dir.path(), &ds, &s);
     let exec = FakeExecutor::passing();
-    Session::new(&ds, &exec, &s, gt_sinks(&cache))
+    Session::new(&ds, &exec, &s, gt_sinks(&cache, None))
         .ground_truth(&cache, false)
         .unwrap();
     assert_eq!(exec.total_runs(), 3);
@@ -325,7 +291,7 @@ fn recheck_of_some_ids_keeps_the_other_cache_entries() {
         "the key is the dataset content, not the selection"
     );
     let again = FakeExecutor::passing();
-    Session::new(&ds, &again, &s, gt_sinks(&cache1))
+    Session::new(&ds, &again, &s, gt_sinks(&cache1, None))
         .ground_truth(&cache1, true)
         .unwrap();
     assert_eq!(again.total_runs(), 1, "only the selected task ran again");
@@ -340,11 +306,8 @@ fn without_the_pass_rate_sink_an_existing_pass_at_k_file_is_untouched() {
     let pass_at_k = bcb_samples::pass_at_k_path(&bcb_samples::eval_results_path(&samples));
     std::fs::write(&pass_at_k, "{\"mine\": true}").unwrap();
     let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
         save_pass_rate: false,
-        force: false,
+        ..Run::new(&ds, dir.path())
     };
     run.evaluate(&FakeExecutor::new(script), &samples).unwrap();
     assert_eq!(
@@ -358,13 +321,7 @@ fn existing_results_are_loaded_and_force_keeps_a_bak() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
     let samples = samples_file(dir.path());
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let run = Run::new(&ds, dir.path());
     let first = run.evaluate(&FakeExecutor::new(script), &samples).unwrap();
     let again = FakeExecutor::new(script);
     let second = run.evaluate(&again, &samples).unwrap();
@@ -398,29 +355,8 @@ fn a_changed_setting_starts_the_journal_afresh() {
 fn a_sample_the_tamper_scan_flags_is_refused_without_running() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dataset(dir.path());
-    let path = dir.path().join("t.jsonl");
-    let forged = "import sys\ndef task_func():\n    sys._getframe(1).f_locals['result'] = 'pass'\n    return 1\n";
-    let mut text = String::new();
-    for i in 0..3 {
-        let code = if i == 1 {
-            forged.to_string()
-        } else {
-            "def task_func():\n    return 1\n".to_string()
-        };
-        text.push_str(
-            &serde_json::json!({"task_id": format!("BigCodeBench/{i}"), "solution": code})
-                .to_string(),
-        );
-        text.push('\n');
-    }
-    std::fs::write(&path, text).unwrap();
-    let run = Run {
-        ds: &ds,
-        settings: settings(240.0),
-        cache: dir.path(),
-        save_pass_rate: true,
-        force: false,
-    };
+    let path = common::tamper_samples(dir.path());
+    let run = Run::new(&ds, dir.path());
     let exec = FakeExecutor::passing();
     let report = run.evaluate(&exec, &path).unwrap();
     let r = &report.results.eval["BigCodeBench/1"][0];
@@ -445,15 +381,7 @@ fn gt_shard(
     shard: bcb_eval::Shard,
 ) -> Result<(), SessionError> {
     let plan = bcb_eval::ShardPlan::ground_truth(ds, s, shard, cache);
-    let sinks = bcb_sinks::standard(StandardSinks {
-        gt_cache: Some(cache),
-        samples: Vec::new(),
-        progress: ProgressMode::Off,
-        save_pass_rate: true,
-        force: false,
-        console: None,
-        shard: Some(&plan),
-    });
+    let sinks = gt_sinks(cache, Some(&plan));
     let request = bcb_eval::Request {
         gt: bcb_eval::GtMode::Recheck,
         samples: Vec::new(),
@@ -466,11 +394,7 @@ fn gt_shard(
         shard: Some(plan.clone()),
     };
     Session::new(ds, exec, s, sinks)
-        .with_retry(RetryPolicy {
-            retries: 0,
-            first_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(1),
-        })
+        .with_retry(common::retry(0, 1, 1))
         .run(cache, &request)
         .map(|_| ())
 }
@@ -539,7 +463,7 @@ fn ground_truth_shards_resume_and_merge_into_the_cache() {
     cache.store(&merged.records).unwrap();
     // The same as one unsharded check.
     let whole = GtCache::new(&dir.path().join("whole"), &ds, &s);
-    Session::new(&ds, &FakeExecutor::new(failing), &s, gt_sinks(&whole))
+    Session::new(&ds, &FakeExecutor::new(failing), &s, gt_sinks(&whole, None))
         .ground_truth(&whole, true)
         .unwrap();
     let verdicts = |c: &GtCache| {

@@ -6,10 +6,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use bcb_sanitize::safety::scan_for_task;
-use common::real::{dataset, gz_lines, real_samples_dir, require};
+use common::real::{dataset, gz_lines, real_samples_dir, real_samples_files, require};
 
 mod common;
 
@@ -44,16 +43,9 @@ fn safety_counts_on_canonical_and_real_answers() {
         "canonical",
     );
     println!("canonical solutions: {flagged} of 1140 with findings; per rule {canonical:?}");
-    let dir = real_samples_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return require("../shared/real-samples (BCB_REAL_SAMPLES_DIR)");
+    let Some(files) = real_samples_files() else {
+        return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with("calibrated.jsonl.gz"))
-        .collect();
-    files.sort();
     let mut real = Vec::new();
     for file in &files {
         let rows = gz_lines(file);
@@ -87,7 +79,11 @@ fn safety_counts_on_canonical_and_real_answers() {
         );
         real.push((model, rows.len(), flagged, by_rule));
     }
-    assert!(!real.is_empty(), "no real answers in {}", dir.display());
+    assert!(
+        !real.is_empty(),
+        "no real answers in {}",
+        real_samples_dir().display()
+    );
     // Measured 2026-12-01. Tasks about processes, downloads and mail need these operations, so
     // canonical solutions have them too; nothing writes to a path literal outside the cwd, and
     // the tamper rules flag nothing (see tamper_counts.rs).

@@ -6,10 +6,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use bcb_sanitize::tamper::{scan_for_task, TamperFinding};
-use common::real::{dataset, gz_lines, real_samples_dir, require};
+use common::real::{dataset, gz_lines, real_samples_dir, real_samples_files, require};
 
 mod common;
 
@@ -42,16 +41,9 @@ fn tamper_scan_counts_on_canonical_and_real_answers() {
     for (id, f) in &canonical {
         println!("  canonical {id}: {} line {}: {}", f.rule, f.line, f.text);
     }
-    let dir = real_samples_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return require("../shared/real-samples (BCB_REAL_SAMPLES_DIR)");
+    let Some(files) = real_samples_files() else {
+        return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with("calibrated.jsonl.gz"))
-        .collect();
-    files.sort();
     let mut total = 0;
     for file in &files {
         let mut flagged = Vec::new();
@@ -81,7 +73,11 @@ fn tamper_scan_counts_on_canonical_and_real_answers() {
             println!("  {model} {id}: {} line {}: {}", f.rule, f.line, f.text);
         }
     }
-    assert!(total > 0, "no real answers in {}", dir.display());
+    assert!(
+        total > 0,
+        "no real answers in {}",
+        real_samples_dir().display()
+    );
     assert!(
         canonical.is_empty(),
         "the scan flags canonical solutions: {canonical:#?}"

@@ -10,6 +10,7 @@ pub mod inspect;
 pub mod leaderboard;
 pub mod limit_flags;
 pub mod merge;
+pub mod min_isolation;
 pub mod plan;
 pub mod remote;
 pub mod report;

@@ -92,7 +92,13 @@ pub struct Args {
     /// Further attempts for jobs that got no verdict before the request fails with 503.
     #[arg(long, default_value_t = 2)]
     pub exec_retries: usize,
-    /// Check the flags, the listen address and the dataset, then exit without serving.
+    /// The least sandbox to start with: a level (`none`, `basic`, `namespaces`, `full`) and/or
+    /// protections as `bcb env check --json` names them, kebab-case (`basic,memory-cgroup`).
+    /// Default: `none` on loopback, `basic` elsewhere. A required protection off: refused.
+    #[arg(long, env = EnvVars::BCB_MIN_ISOLATION, value_name = "LEVEL,PROTECTION...")]
+    pub min_isolation: Option<super::min_isolation::MinIsolation>,
+    /// Check the flags, the listen address, the sandbox against --min-isolation and the
+    /// dataset, then exit without serving.
     #[arg(long)]
     pub check: bool,
 }
@@ -124,6 +130,31 @@ impl Args {
         cfg.drain_timeout = Duration::from_secs_f64(self.drain_timeout.max(0.0));
         cfg.calibrated = self.calibrated;
         cfg
+    }
+
+    /// Refuses a sandbox weaker than --min-isolation (its default follows --listen); returns
+    /// the minimum it met.
+    fn check_isolation(&self) -> anyhow::Result<super::min_isolation::MinIsolation> {
+        let min = self
+            .min_isolation
+            .clone()
+            .unwrap_or_else(|| super::min_isolation::MinIsolation::default_for(self.listen));
+        if !min.required().is_empty() {
+            let python = pyenv::resolve_python(self.python.as_deref())?;
+            let protections = bcb_execute::host_isolation().protections(&self.exec_config(python));
+            min.enforce(self.listen, &protections)?;
+        }
+        Ok(min)
+    }
+
+    fn exec_config(&self, python: PathBuf) -> ExecConfig {
+        ExecConfig {
+            python,
+            parallel: self.parallel(),
+            max_in_flight: self.max_in_flight(),
+            limits: self.limits.limits(),
+            hacks: self.hack_policy,
+        }
     }
 
     fn settings(&self, python: &std::path::Path) -> Settings {
@@ -189,13 +220,7 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
     let settings = args.settings(&python);
     let ds = Arc::new(state.catalog.dataset().clone());
     let spec = ExecutorSpec::Local(args.executor);
-    let exec_config = ExecConfig {
-        python,
-        parallel: args.parallel(),
-        max_in_flight: args.max_in_flight(),
-        limits: settings.limits.clone(),
-        hacks: settings.hacks,
-    };
+    let exec_config = args.exec_config(python);
     let sandbox_key = bcb_execute::sandbox_key(&exec_config);
     let executor: Arc<dyn bcb_execute::Executor> = Arc::from(
         spec.build(exec_config)
@@ -255,10 +280,11 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = args.config();
     cfg.check()?;
+    let min = args.check_isolation()?;
     let catalog = Arc::new(args.catalog()?);
     if args.check {
         println!(
-            "ok: {} tasks of {} {}, listen {}{}",
+            "ok: {} tasks of {} {}, listen {}{}, isolation at least {min}",
             catalog.dataset().len(),
             catalog.subset(),
             catalog.version(),

@@ -110,6 +110,55 @@ pub enum ProtectionKind {
 }
 
 impl ProtectionKind {
+    /// Every kind, in `bcb env check`'s order.
+    pub const ALL: [ProtectionKind; 18] = [
+        ProtectionKind::UnprivilegedSample,
+        ProtectionKind::UserNamespace,
+        ProtectionKind::PidNamespace,
+        ProtectionKind::FilesystemAllowList,
+        ProtectionKind::ContainerProcSys,
+        ProtectionKind::MinimalDev,
+        ProtectionKind::NetworkNamespace,
+        ProtectionKind::IpcUtsNamespaces,
+        ProtectionKind::MemoryCgroup,
+        ProtectionKind::PidsCgroup,
+        ProtectionKind::CapabilitiesDropped,
+        ProtectionKind::Landlock,
+        ProtectionKind::SeccompNetwork,
+        ProtectionKind::NoNewPrivs,
+        ProtectionKind::DescriptorHygiene,
+        ProtectionKind::ReportChannel,
+        ProtectionKind::IntegrityChecks,
+        ProtectionKind::EnvironmentAllowList,
+    ];
+
+    /// Its kebab-case spelling (`memory-cgroup`): the verdict cache's key and
+    /// `bcb serve --min-isolation` use it.
+    pub fn slug(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    }
+
+    /// The protection that, in force, does this one's work and more, so this one is then
+    /// neither applied nor listed: the mount namespace's allow-list for Landlock, the network
+    /// namespace for the seccomp socket filter.
+    pub fn superseded_by(self) -> Option<ProtectionKind> {
+        match self {
+            ProtectionKind::Landlock => Some(ProtectionKind::FilesystemAllowList),
+            ProtectionKind::SeccompNetwork => Some(ProtectionKind::NetworkNamespace),
+            _ => None,
+        }
+    }
+
+    /// Whether `list` ([`Isolation::protections`]) has this kind in force, itself or through
+    /// the protection that supersedes it.
+    pub fn in_force(self, list: &[Protection]) -> bool {
+        let active = |kind| list.iter().any(|p| p.kind == kind && p.active);
+        active(self) || self.superseded_by().is_some_and(active)
+    }
+
     /// Its name in `bcb env check`.
     pub fn name(self) -> &'static str {
         match self {
@@ -132,6 +181,21 @@ impl ProtectionKind {
             ProtectionKind::IntegrityChecks => "integrity checks",
             ProtectionKind::EnvironmentAllowList => "environment allow-list",
         }
+    }
+}
+
+impl std::str::FromStr for ProtectionKind {
+    type Err = String;
+
+    /// Its [`ProtectionKind::slug`].
+    fn from_str(s: &str) -> Result<Self, String> {
+        ProtectionKind::ALL
+            .into_iter()
+            .find(|k| k.slug() == s)
+            .ok_or_else(|| {
+                let all: Vec<String> = ProtectionKind::ALL.iter().map(|k| k.slug()).collect();
+                format!("unknown protection `{s}` (one of {})", all.join(", "))
+            })
     }
 }
 
@@ -159,11 +223,7 @@ impl Isolation {
             .protections(cfg)
             .iter()
             .filter(|p| p.active)
-            .map(|p| {
-                serde_json::to_string(&p.kind)
-                    .unwrap_or_default()
-                    .replace('"', "")
-            })
+            .map(|p| p.kind.slug())
             .collect();
         format!("sandbox-v1:{}", active.join(","))
     }
@@ -289,6 +349,8 @@ impl Isolation {
             iso.dropcaps || !root,
             if iso.dropcaps {
                 "bounding, effective, permitted and inheritable sets emptied"
+            } else if root {
+                "fallback: none (the sample keeps bcb's capabilities)"
             } else {
                 "unprivileged: none to drop"
             },
@@ -428,5 +490,27 @@ mod tests {
         ] {
             assert!(list.iter().any(|p| p.kind == kind && p.active), "{kind:?}");
         }
+    }
+
+    /// Every kind parses from its slug; Landlock is in force where the allow-list (which
+    /// supersedes it and so is listed instead) is.
+    #[test]
+    fn kinds_parse_from_their_slug_and_count_what_supersedes_them() {
+        for kind in ProtectionKind::ALL {
+            assert_eq!(kind.slug().parse::<ProtectionKind>(), Ok(kind));
+        }
+        assert!("memory".parse::<ProtectionKind>().is_err());
+        let ns = Isolation {
+            mountns: true,
+            netns: true,
+            ..Isolation::default()
+        };
+        let list = ns.protections(&cfg());
+        assert!(!list.iter().any(|p| p.kind == ProtectionKind::Landlock));
+        assert!(ProtectionKind::Landlock.in_force(&list));
+        assert!(ProtectionKind::SeccompNetwork.in_force(&list));
+        let none = Isolation::default().protections(&cfg());
+        assert!(!ProtectionKind::Landlock.in_force(&none));
+        assert!(ProtectionKind::NoNewPrivs.in_force(&none));
     }
 }

@@ -2,7 +2,6 @@
 //! canonical solutions, mutated and wrapped the way chat models wrap code.
 #![allow(dead_code)]
 
-use std::io::Read;
 use std::path::PathBuf;
 
 pub struct Task {
@@ -30,12 +29,8 @@ pub fn dataset_file() -> Option<PathBuf> {
 }
 
 pub fn load_tasks(path: &std::path::Path) -> Vec<Task> {
-    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&raw[..])
-        .read_to_string(&mut text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
+    super::real::read_gz(path)
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("dataset row is JSON");

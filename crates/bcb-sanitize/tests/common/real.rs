@@ -15,13 +15,19 @@ pub fn require(what: &str) {
     eprintln!("skipping: {what} not found");
 }
 
-pub fn gz_lines(path: &Path) -> Vec<serde_json::Value> {
+/// The text of a gzipped file.
+pub fn read_gz(path: &Path) -> String {
     let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut text = String::new();
     flate2::read::GzDecoder::new(&raw[..])
         .read_to_string(&mut text)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
+    text
+}
+
+pub fn gz_lines(path: &Path) -> Vec<serde_json::Value> {
+    read_gz(path)
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("JSON row"))
         .collect()
@@ -48,6 +54,22 @@ pub fn dataset() -> Option<BTreeMap<String, (String, Vec<String>)>> {
         out.insert(s("task_id"), (program, libs));
     }
     Some(out)
+}
+
+/// The real models' samples files (`*calibrated.jsonl.gz`) in [`real_samples_dir`], sorted;
+/// `None` (after [`require`]) when the folder is missing.
+pub fn real_samples_files() -> Option<Vec<PathBuf>> {
+    let Ok(entries) = std::fs::read_dir(real_samples_dir()) else {
+        require("../shared/real-samples (BCB_REAL_SAMPLES_DIR)");
+        return None;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with("calibrated.jsonl.gz"))
+        .collect();
+    files.sort();
+    Some(files)
 }
 
 pub fn real_samples_dir() -> PathBuf {

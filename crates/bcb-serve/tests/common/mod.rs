@@ -223,7 +223,26 @@ pub async fn start(tune: impl FnOnce(&mut ServeConfig), ready: bool) -> Server {
     }
 }
 
+/// A request body of `samples`.
+pub fn body(samples: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({ "samples": samples })
+}
+
 impl Server {
+    /// A `POST {path}` to this server; the caller adds the rest and sends it.
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        reqwest::Client::new().post(format!("{}{path}", self.url))
+    }
+
+    /// `POST /v1/evaluate` of `samples`, sent.
+    pub async fn evaluate(&self, samples: serde_json::Value) -> reqwest::Response {
+        self.post("/v1/evaluate")
+            .json(&body(samples))
+            .send()
+            .await
+            .unwrap()
+    }
+
     pub async fn shutdown(mut self) {
         let _ = self.stop.take().unwrap().send(());
         self.handle.await.unwrap().unwrap();
