@@ -88,6 +88,14 @@ pub fn require(need: Need, var: &str, what: &str) -> Option<PathBuf> {
     }
 }
 
+/// The text of `path` (relative to the repository's root); panics naming it if unreadable.
+pub fn repo_file(path: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// The eval env's interpreter.
 pub fn python() -> Option<PathBuf> {
     require(
