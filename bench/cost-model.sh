@@ -8,19 +8,15 @@
 #   BCB=path/to/bcb   a built binary (default: cargo build --release)
 #   e.g. bench/cost-model.sh 2 1 --subset hard
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
+root=$here
 n="${1:-2}"
 c="${2:-1}"
 shift $(($# < 2 ? $# : 2))
 flags=("$@")
 ((${#flags[@]})) || flags=(--subset hard)
-export BCB_DATASET_DIR="${BCB_DATASET_DIR:-$(cd "$root/.." && pwd)/shared/bigcodebench}" BCB_OFFLINE=1
-if [[ -z "${BCB:-}" ]]; then
-  (cd "$root" && cargo build --release --quiet --bin bcb)
-  BCB="$root/target/release/bcb"
-fi
-BCB_PYTHON="${BCB_PYTHON:-$("$BCB" env setup | tail -n 1)}"
-export BCB_PYTHON
+export BCB_OFFLINE=1
+bench_bcb_env
 work=$(mktemp -d "${TMPDIR:-/tmp}/bcb-cost.XXXXXX")
 export BCB_CACHE_DIR="$work/cache"
 now() { python3 -c 'import time; print(time.time())'; }

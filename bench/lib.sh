@@ -32,3 +32,15 @@ bench_setup() {
     bench_out "$1"
     bench_bcb_bin
 }
+
+# bench_bcb_env: keeps $BCB, else builds this checkout's release bcb and sets BCB to it; then
+# exports BCB_PYTHON, else the eval env `$BCB env setup` makes or finds (resolved before the
+# runs, which each get a fresh BCB_CACHE_DIR where it would not be found).
+bench_bcb_env() {
+    if [[ -z "${BCB:-}" ]]; then
+        (cd "$here" && cargo build --release --quiet --bin bcb)
+        BCB="$here/target/release/bcb"
+    fi
+    BCB_PYTHON="${BCB_PYTHON:-$("$BCB" env setup | tail -n 1)}"
+    export BCB_PYTHON
+}

@@ -12,18 +12,13 @@
 #   COUNTS="2 4" bench/shards.sh   other shard counts
 #   BCB=path/to/bcb                a built binary (default: cargo build --release)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
+root=$here
 shared=$(cd "$root/.." && pwd)/shared
 samples_in="${1:-$shared/real-samples/NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz}"
 counts="${COUNTS:-1 2 3 4}"
-export BCB_DATASET_DIR="${BCB_DATASET_DIR:-$shared/bigcodebench}" BCB_OFFLINE=1
-if [[ -z "${BCB:-}" ]]; then
-  (cd "$root" && cargo build --release --quiet --bin bcb)
-  BCB="$root/target/release/bcb"
-fi
-# The eval env lives in the cache dir, which each run below gets afresh: resolve it first.
-BCB_PYTHON="${BCB_PYTHON:-$("$BCB" env setup | tail -n 1)}"
-export BCB_PYTHON
+export BCB_OFFLINE=1
+bench_bcb_env
 work=$(mktemp -d "${TMPDIR:-/tmp}/bcb-shards.XXXXXX")
 echo "work dir: $work" >&2
 ids=()

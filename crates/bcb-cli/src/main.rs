@@ -28,7 +28,8 @@ enum Command {
     /// Show a dataset: counts, version, checksums, libraries.
     Dataset(commands::dataset::Args),
     /// Create or audit the Python evaluation environment.
-    Env(commands::env::Args),
+    #[command(subcommand)]
+    Env(commands::env::Action),
     /// Generate samples with a model (OpenAI, Anthropic, Google, Mistral, Ollama, local).
     Generate(commands::generate::Args),
     /// Extract the code of each sample and keep what the entry point needs.
@@ -47,7 +48,8 @@ enum Command {
     /// Size a cluster: predicted wall time of N shards on N machines of C cores vs the ideal.
     Plan(commands::plan::Args),
     /// The verdict cache of `evaluate`: `stats`, `clean`.
-    Cache(commands::cache::Args),
+    #[command(subcommand)]
+    Cache(commands::cache::Action),
     /// Write a self-contained HTML report (or md/csv/json tables) for one or many result files.
     Report(commands::report::Args),
     /// Compare two result files: flipped tasks, McNemar test, bootstrap CI of the difference.

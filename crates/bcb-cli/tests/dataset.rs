@@ -1,10 +1,8 @@
 //! `bcb dataset` on the real files: counts and checksums for every version and subset.
 
-use std::process::Command;
+mod evalkit;
 
-fn dataset_dir() -> Option<std::path::PathBuf> {
-    bcb_testkit::dataset_dir()
-}
+use bcb_testkit::dataset_dir;
 
 #[test]
 fn every_version_has_the_right_count_and_checksum() {
@@ -25,29 +23,16 @@ fn every_version_has_the_right_count_and_checksum() {
             Some(v) => ("hard", v, 148),
             None => ("full", rest, 1140),
         };
-        let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
-            .args([
-                "dataset",
-                "--json",
-                "--offline",
-                "--subset",
-                subset,
-                "--version",
-                version,
-            ])
-            .env("BCB_DATASET_DIR", &dir)
+        let out = evalkit::bcb_over(&dir)
+            .args(["dataset", "--json", "--offline", "--subset", subset])
+            .args(["--version", version])
             .env(
                 "BCB_CACHE_DIR",
                 std::env::temp_dir().join("bcb-dataset-test-empty-cache"),
             )
-            .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        evalkit::ok(&out);
         let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(j["tasks"], count, "{file}");
         assert_eq!(j["file_sha256"], sum, "{file}");
@@ -71,9 +56,8 @@ fn content_sha256_of_the_default_version_matches_the_published_value() {
             "af4fed119f71fca6dda51251c294bf566f6ba6c394ee14525152a1a319eab432",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+        let out = evalkit::bcb_over(&dir)
             .args(["dataset", "--json", "--offline", "--subset", subset])
-            .env("BCB_DATASET_DIR", &dir)
             .output()
             .unwrap();
         let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -84,19 +68,17 @@ fn content_sha256_of_the_default_version_matches_the_published_value() {
 
 #[test]
 fn unknown_version_and_missing_file_are_clear_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+    let out = evalkit::bcb()
         .args(["dataset", "--version", "v9"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown dataset version `v9`"));
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+    let out = evalkit::bcb_over(empty.path())
         // A version that is never embedded, so only files, cache or hub could have it.
         .args(["dataset", "--offline", "--version", "v0.1.5"])
-        .env("BCB_DATASET_DIR", empty.path())
         .env("BCB_CACHE_DIR", empty.path())
-        .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -110,12 +92,10 @@ fn unknown_version_and_missing_file_are_clear_errors() {
 #[test]
 fn a_new_user_needs_no_network_and_no_dataset_variable_for_the_default_version() {
     let cache = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+    let out = evalkit::bcb()
         .args(["dataset", "--subset", "hard", "--json"])
         .env_remove("BCB_DATASET_DIR")
-        .env_remove("BIGCODEBENCH_OVERRIDE_PATH")
         .env("BCB_CACHE_DIR", cache.path())
-        .env("BCB_OFFLINE", "1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -38,10 +38,9 @@ fn a_background_install_is_waited_for_by_evaluate_and_setup() {
     with_env(&mut bg);
     let out = bg.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("installing the evaluation environment in the background"),
-        "{}",
-        stderr(&out)
+    evalkit::assert_stderr_has(
+        &out,
+        &["installing the evaluation environment in the background"],
     );
     assert!(
         start.elapsed().as_secs() < 30,
@@ -77,11 +76,7 @@ fn a_background_install_is_waited_for_by_evaluate_and_setup() {
     with_env(&mut again);
     let out = again.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("environment is current"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_stderr_has(&out, &["environment is current"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         env_dir.join("bin/python").to_string_lossy()

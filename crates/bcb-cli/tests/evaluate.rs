@@ -25,7 +25,8 @@ fn canonical_samples_pass_and_files_match_upstream_schema() {
     }
     write_jsonl(&samples, &rows);
     let ids = "0,4,9";
-    let out = env.run(&[
+    // No --subset: full is evaluate's default.
+    env.run_ok(&[
         "evaluate",
         "--split",
         "complete",
@@ -34,7 +35,6 @@ fn canonical_samples_pass_and_files_match_upstream_schema() {
         "--samples",
         samples.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
 
     let results_path = env
         .path("m--main--bigcodebench-complete--openai-0-2-sanitized_calibrated_eval_results.json");
@@ -119,19 +119,14 @@ print('ok')"#,
     // A second run loads the results (as upstream) instead of executing again.
     let again = env.evaluate(ids, &samples, &[]);
     assert!(again.status.success());
-    assert!(
-        stderr(&again).contains("Loading previous results"),
-        "{}",
-        stderr(&again)
-    );
+    evalkit::assert_stderr_has(&again, &["Loading previous results"]);
 }
 
 #[test]
 fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("bad.jsonl");
-    write_jsonl(
-        &samples,
+    let samples = env.samples(
+        "bad.jsonl",
         &[
             json!({"task_id": "BigCodeBench/0", "solution": WRONG}),
             json!({"task_id": "BigCodeBench/0", "solution": "raise RuntimeError('boom')\n"}),
@@ -142,8 +137,7 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     );
     let start = Instant::now();
     // --timeout 2: the limit becomes max(2, min-time-limit, GT time) + 1 = 3 s for these tasks.
-    let out = env.evaluate("0,4", &samples, &["--timeout", "2", "--pass-k", "1"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.evaluate_ok("0,4", &samples, &["--timeout", "2", "--pass-k", "1"]);
     let results = read_json(&env.path("bad_eval_results.json"));
     let r0 = results["eval"]["BigCodeBench/0"].as_array().unwrap();
     let status: Vec<&str> = r0.iter().map(|r| r["status"].as_str().unwrap()).collect();
@@ -181,19 +175,19 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
     // inspect lays out the failing task (only), with upstream's file names, and an index.
     let save = env.path("inspect");
     let results_path = env.path("bad_eval_results.json");
-    let out = env.run(&[
+    // inspect defaults to the hard subset, as the original does.
+    let (results, save_path) = (results_path.to_str().unwrap(), save.to_str().unwrap());
+    env.run_ok(&[
         "inspect",
         "--eval_results",
-        results_path.to_str().unwrap(),
+        results,
         "--split",
         "complete",
-        // inspect defaults to the hard subset, as the original does.
         "--subset",
         "full",
         "--save_path",
-        save.to_str().unwrap(),
+        save_path,
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
     let dir = save.join("bad_eval_results").join("BigCodeBench/0");
     for f in [
         "ground_truth.py",
@@ -223,7 +217,6 @@ fn wrong_crashing_hanging_and_invalid_samples_get_upstream_verdicts() {
 #[test]
 fn pass_at_k_matches_the_estimator_for_five_samples() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("five.jsonl");
     let good0 = env.canonical("BigCodeBench/0");
     let mut rows = Vec::new();
     // Task 0: c = 2 of n = 5; task 4: c = 0 of 5.
@@ -236,9 +229,8 @@ fn pass_at_k_matches_the_estimator_for_five_samples() {
         rows.push(json!({"task_id": "BigCodeBench/0", "solution": sol}));
         rows.push(json!({"task_id": "BigCodeBench/4", "solution": WRONG}));
     }
-    write_jsonl(&samples, &rows);
-    let out = env.evaluate("0,4", &samples, &["--no-gt", "--pass-k", "1,2,5,10"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let samples = env.samples("five.jsonl", &rows);
+    env.evaluate_ok("0,4", &samples, &["--no-gt", "--pass-k", "1,2,5,10"]);
     let pk = read_json(&env.path("five_pass_at_k.json"));
     // pass@k(n=5,c=2) = 1 - C(3,k)/C(5,k): k=1 0.4, k=2 0.7, k=5 1.0; task 4 gives 0.
     let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-12;
@@ -308,11 +300,7 @@ fn broken_samples_files_name_file_and_line() {
     std::fs::write(&path, format!("{good}\n")).unwrap();
     let out = env.evaluate("0,4", &path, &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("no samples for 1 of the 2 tasks"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_stderr_has(&out, &["no samples for 1 of the 2 tasks"]);
 }
 
 #[test]
@@ -329,26 +317,11 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
             rows.push(json!({"task_id": id, "solution": sol}));
         }
     }
-    let killed = env.path("killed.jsonl");
-    let whole = env.path("whole.jsonl");
-    write_jsonl(&killed, &rows);
-    write_jsonl(&whole, &rows);
-    let args = |p: &std::path::Path| {
-        vec![
-            "evaluate".to_string(),
-            "--split".into(),
-            "complete".into(),
-            "--subset".into(),
-            "full".into(),
-            "--ids".into(),
-            "0,4,9".into(),
-            "--no-gt".into(),
-            "--parallel".into(),
-            "1".into(),
-            "--samples".into(),
-            p.to_str().unwrap().into(),
-        ]
-    };
+    let killed = env.samples("killed.jsonl", &rows);
+    let whole = env.samples("whole.jsonl", &rows);
+    fn args(p: &std::path::Path) -> Vec<&str> {
+        evalkit::evaluate_args("0,4,9", p, &["--no-gt", "--parallel", "1"])
+    }
 
     let journal = env.path("killed_eval_results.json.partial.jsonl");
     let mut child = env
@@ -378,9 +351,7 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     child.wait().unwrap();
     assert!(!env.path("killed_eval_results.json").exists());
 
-    let out = env.bcb().args(args(&killed)).output().unwrap();
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let err = evalkit::ok(&env.bcb().args(args(&killed)).output().unwrap());
     // The resumed run executed only what was missing.
     let resumed: usize = err
         .split_once("already done, resuming")
@@ -414,27 +385,11 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
 #[test]
 fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("q.jsonl");
-    write_jsonl(
-        &samples,
+    let samples = env.samples(
+        "q.jsonl",
         &[json!({"task_id": "BigCodeBench/0", "solution": env.canonical("BigCodeBench/0")})],
     );
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "evaluate",
-            "--split",
-            "complete",
-            "--subset",
-            "full",
-            "--ids",
-            "0",
-            "--force",
-            "--samples",
-            samples.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        env.run(&args)
-    };
+    let run = |extra: &[&str]| env.evaluate("0", &samples, &[&["--force"], extra].concat());
     let quick = run(&["--timeout", "5"]);
     assert!(quick.status.success(), "{}", stderr(&quick));
     assert!(stderr(&quick).contains("ground truth: 1 to run"));
@@ -451,49 +406,26 @@ fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
     assert_eq!(caches, 2, "one cache per time setting");
     // The same settings again: cached.
     let again = run(&[]);
-    assert!(
-        stderr(&again).contains("ground truth: 0 to run"),
-        "{}",
-        stderr(&again)
-    );
+    evalkit::assert_stderr_has(&again, &["ground truth: 0 to run"]);
 }
 
 #[test]
 fn save_pass_rate_false_keeps_the_pass_at_k_file_and_no_execute_runs_nothing() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("s.jsonl");
-    write_jsonl(
-        &samples,
+    let samples = env.samples(
+        "s.jsonl",
         &[json!({"task_id": "BigCodeBench/0", "solution": WRONG})],
     );
     let pass_at_k = env.path("s_pass_at_k.json");
     std::fs::write(&pass_at_k, "{\"kept\": 1}").unwrap();
-    let base = [
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "0",
-        "--no-gt",
-        "--samples",
-        samples.to_str().unwrap(),
-    ];
 
-    let mut args = base.to_vec();
-    args.push("--no_execute");
-    let out = env.run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.evaluate_ok("0", &samples, &["--no-gt", "--no_execute"]);
     assert!(
         !env.path("s_eval_results.json").exists(),
         "--no_execute executed nothing"
     );
 
-    let mut args = base.to_vec();
-    args.extend(["--save_pass_rate", "False"]);
-    let out = env.run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.evaluate_ok("0", &samples, &["--no-gt", "--save_pass_rate", "False"]);
     assert!(env.path("s_eval_results.json").exists());
     assert_eq!(
         std::fs::read_to_string(&pass_at_k).unwrap(),
@@ -506,34 +438,18 @@ fn save_pass_rate_false_keeps_the_pass_at_k_file_and_no_execute_runs_nothing() {
 #[test]
 fn term_dumb_and_pipes_get_plain_progress_lines_a_terminal_gets_a_bar() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("t.jsonl");
-    write_jsonl(
-        &samples,
+    let samples = env.samples(
+        "t.jsonl",
         &[json!({"task_id": "BigCodeBench/4", "solution": env.canonical("BigCodeBench/4")})],
     );
-    let args = [
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "4",
-        "--force",
-        "--progress-interval",
-        "1",
-        "--samples",
-        samples.to_str().unwrap(),
-    ];
+    let args = evalkit::evaluate_args("4", &samples, &["--force", "--progress-interval", "1"]);
     let bare_cr = |s: &str| s.replace("\r\n", "\n").contains('\r');
-    let piped = env.run(&args);
-    assert!(piped.status.success(), "{}", stderr(&piped));
-    let text = stderr(&piped);
+    let text = env.run_ok(&args);
     assert!(!text.contains('\x1b') && !bare_cr(&text), "{text:?}");
     assert!(text.contains("evaluate: 1/1 jobs (100.0%)"), "{text}");
     let on_tty = |term: &str| {
         let line = std::iter::once(env!("CARGO_BIN_EXE_bcb"))
-            .chain(args)
+            .chain(args.iter().copied())
             .map(|a| format!("'{a}'"))
             .collect::<Vec<_>>()
             .join(" ");
@@ -551,7 +467,7 @@ fn term_dumb_and_pipes_get_plain_progress_lines_a_terminal_gets_a_bar() {
             .args(["-qec", &line, "/dev/null"])
             .output()
             .expect("`script` (util-linux) gives bcb a terminal");
-        assert!(out.status.success(), "{}", stderr(&out));
+        evalkit::ok(&out);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let dumb = on_tty("dumb");

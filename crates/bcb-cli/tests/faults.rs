@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use evalkit::{read_json, stderr, write_jsonl};
-use serde_json::{json, Value};
+use evalkit::{read_json, stderr};
+use serde_json::json;
 
 const TASKS: [&str; 3] = ["BigCodeBench/0", "BigCodeBench/4", "BigCodeBench/9"];
 
@@ -29,14 +29,14 @@ fn samples(env: &evalkit::Env, name: &str, sleepy: bool) -> PathBuf {
         rows.push(json!({"task_id": id, "solution": good}));
         rows.push(json!({"task_id": id, "solution": "def task_func(*a, **k):\n    return None\n"}));
     }
-    let path = env.path(name);
-    write_jsonl(&path, &rows);
-    path
+    env.samples(name, &rows)
 }
 
-/// An interpreter wrapper: while `flag` exists, starting the harness fails (as a broken or
-/// missing interpreter would); `once` removes the flag at the first failure.
-fn flaky_python(env: &evalkit::Env, flag: &Path, once: bool) -> PathBuf {
+/// A flag file and an interpreter wrapper: while the flag exists, starting the harness fails
+/// (as a broken or missing interpreter would); `once` removes the flag at the first failure.
+fn broken_python(env: &evalkit::Env, once: bool) -> (PathBuf, PathBuf) {
+    let flag = env.path("broken");
+    std::fs::write(&flag, "").unwrap();
     let wrapper = env.path("python-wrapper");
     let clear = if once {
         format!("rm -f '{}'; ", flag.display())
@@ -53,34 +53,15 @@ fn flaky_python(env: &evalkit::Env, flag: &Path, once: bool) -> PathBuf {
     )
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    wrapper
+    (flag, wrapper)
 }
 
 fn eval_args<'a>(samples: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v = vec![
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        "0,4,9",
-        "--no-gt",
-        "--samples",
-        samples.to_str().unwrap(),
-    ];
-    v.extend_from_slice(extra);
-    v
-}
-
-/// The results file without its date.
-fn results_of(samples: &Path) -> Value {
-    let mut v = read_json(&bcb_samples::eval_results_path(samples));
-    v["date"] = Value::Null;
-    v
+    evalkit::evaluate_args("0,4,9", samples, &[&["--no-gt"], extra].concat())
 }
 
 fn same_verdicts(a: &Path, b: &Path) {
+    let results_of = |s: &Path| evalkit::without_date(&bcb_samples::eval_results_path(s));
     let (ra, rb) = (results_of(a), results_of(b));
     assert_eq!(ra["eval"], rb["eval"]);
     let pa = read_json(&bcb_samples::pass_at_k_path(
@@ -96,18 +77,15 @@ fn same_verdicts(a: &Path, b: &Path) {
 fn a_harness_that_fails_to_start_once_is_retried() {
     let Some(env) = evalkit::env() else { return };
     let clean = samples(&env, "clean.jsonl", false);
-    let out = env.run(&eval_args(&clean, &["--executor", "process"]));
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.run_ok(&eval_args(&clean, &["--executor", "process"]));
 
-    let flag = env.path("broken");
-    std::fs::write(&flag, "").unwrap();
-    let py = flaky_python(&env, &flag, true);
+    let (flag, py) = broken_python(&env, true);
     let faulty = samples(&env, "faulty.jsonl", false);
-    let mut args = eval_args(&faulty, &["--executor", "process", "--python"]);
-    args.push(py.to_str().unwrap());
-    let out = env.run(&args);
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let py = py.to_str().unwrap();
+    let err = env.run_ok(&eval_args(
+        &faulty,
+        &["--executor", "process", "--python", py],
+    ));
     assert!(
         err.contains("got no verdict") && err.contains("retry 1"),
         "the retry is reported: {err}"
@@ -119,12 +97,12 @@ fn a_harness_that_fails_to_start_once_is_retried() {
 #[test]
 fn a_harness_that_never_starts_stops_the_run_then_resumes_after_the_fix() {
     let Some(env) = evalkit::env() else { return };
-    let flag = env.path("broken");
-    std::fs::write(&flag, "").unwrap();
-    let py = flaky_python(&env, &flag, false);
+    let (flag, py) = broken_python(&env, false);
     let path = samples(&env, "never.jsonl", false);
-    let mut args = eval_args(&path, &["--exec-retries", "1", "--python"]);
-    args.push(py.to_str().unwrap());
+    let args = eval_args(
+        &path,
+        &["--exec-retries", "1", "--python", py.to_str().unwrap()],
+    );
     let out = env.run(&args);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -145,8 +123,7 @@ fn a_harness_that_never_starts_stops_the_run_then_resumes_after_the_fix() {
 
     // The fix: the same interpreter path works again; the run completes.
     std::fs::remove_file(&flag).unwrap();
-    let out = env.run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.run_ok(&args);
     let clean = samples(&env, "clean.jsonl", false);
     assert!(env.run(&eval_args(&clean, &[])).status.success());
     same_verdicts(&path, &clean);

@@ -2,6 +2,7 @@
 //! .ci/setup-llm.sh; skipped with a message when absent unless BCB_REQUIRE_LLM=1).
 
 mod evalkit;
+mod genkit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,19 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, TestServer};
+use genkit::{generate, rows};
 use serde_json::Value;
-
-fn bcb() -> Command {
-    evalkit::bcb_over(&evalkit::shared_dataset_dir())
-}
-
-fn rows(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 fn per_task(rows: &[Value]) -> HashMap<String, usize> {
     let mut m = HashMap::new();
@@ -37,47 +27,37 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let Some(server) = llm_server(3) else { return };
     let proxy = TestServer::proxy(&server.base_url());
     let dir = tempfile::tempdir().unwrap();
-    let args = |root: &Path| -> Vec<String> {
-        [
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "gemma-test",
-            "--backend",
-            "openai",
+    let base_url = proxy.v1_url();
+    let run = |root: &Path| -> Command {
+        let mut c = generate("instruct", "gemma-test", Some("openai"), root);
+        c.args([
             "--base-url",
-            &format!("{}/v1", proxy.url()),
+            &base_url,
             "--id-range",
             "0-10",
             "--n-samples",
             "3",
+        ])
+        .args([
             "--temperature",
             "0.8",
             "--max-tokens",
             "16",
             "--concurrency",
             "2",
-            "--no-progress",
-            "--root",
-            root.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        ])
+        .arg("--no-progress");
+        c
     };
     let file: PathBuf = dir.path().join(
         "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-3-sanitized_calibrated.jsonl",
     );
 
     // Samples land in the journal as they arrive; the final file is written at the end.
-    let journal = PathBuf::from(format!("{}.partial.jsonl", file.display()));
+    let journal = genkit::samples_journal(&file);
 
     // First run: SIGKILL once about half the samples are on disk.
-    let mut child = bcb()
-        .args(args(dir.path()))
+    let mut child = run(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -107,12 +87,7 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let first_run_requests = proxy.received();
 
     // Second run: only the missing samples are asked for.
-    let out = bcb().args(args(dir.path())).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    evalkit::ok(&run(dir.path()).output().unwrap());
     let second: Vec<(String, Value)> = proxy.bodies()[first_run_requests as usize..].to_vec();
     let final_rows = rows(&file);
     assert_eq!(final_rows.len(), 30);
@@ -156,11 +131,7 @@ fn generate_local_gguf_model_serves_it_for_the_run_and_stops_it() {
     drop(probe);
     let dir = tempfile::tempdir().unwrap();
     let model = llm_model_path();
-    let out = bcb()
-        .args([
-            "generate", "--subset", "hard", "--split", "complete", "--model",
-        ])
-        .arg(&model)
+    let out = generate("complete", &model, None, dir.path())
         .arg("--llm-python")
         .arg(llm_python_path())
         .args([
@@ -171,13 +142,10 @@ fn generate_local_gguf_model_serves_it_for_the_run_and_stops_it() {
             "--max-tokens",
             "16",
             "--no-progress",
-            "--root",
         ])
-        .arg(dir.path())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = evalkit::ok(&out);
     let stem = model.file_stem().unwrap().to_str().unwrap();
     let file = dir.path().join(format!(
         "{stem}--main--bigcodebench-hard-complete--llamacpp-0-1-sanitized_calibrated.jsonl"
@@ -193,24 +161,9 @@ fn generate_local_gguf_model_serves_it_for_the_run_and_stops_it() {
 #[test]
 fn generate_reports_a_missing_api_key_before_any_request() {
     let dir = tempfile::tempdir().unwrap();
-    let out = bcb()
-        .env_remove("OPENAI_API_KEY")
-        .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "gpt-4o",
-            "--backend",
-            "openai",
-            "--root",
-        ])
-        .arg(dir.path())
+    // genkit's bcb has no OPENAI_API_KEY from the caller's environment.
+    let out = generate("instruct", "gpt-4o", Some("openai"), dir.path())
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("OPENAI_API_KEY is not set"), "{stderr}");
+    evalkit::assert_fails_saying(&out, &["OPENAI_API_KEY is not set"]);
 }

@@ -1,97 +1,31 @@
-//! `bcb generate`, `sanitize` and `syncheck` used the way the original's documentation and
-//! scripts use them: its backends and spellings, logs under nohup, and no traps (files created
-//! before the inputs are checked, endless retries against a wrong URL, completion-ordered rows).
+//! `bcb generate` used the way the original's documentation and scripts use it: its backends
+//! and spellings, logs under nohup, and no traps (files created before the inputs are checked,
+//! endless retries against a wrong URL, completion-ordered rows). `sanitize_dropin.rs` does
+//! the same for `sanitize` and `syncheck`.
 
 #![allow(clippy::print_stderr)] // tests tell the person running them what they measured
 
 mod evalkit;
+mod genkit;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, Fault, TestServer};
-use evalkit::shared_dataset_dir as dataset_dir;
+use evalkit::{ok, shared_dataset_dir as dataset_dir, stderr};
+use genkit::{chat_stub, generate, generate_from, samples_file, samples_journal, ANSWER};
 use serde_json::{json, Value};
-
-fn bcb() -> Command {
-    let mut c = evalkit::bcb_over(&dataset_dir());
-    c.env_remove("NO_COLOR")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("HF_TOKEN")
-        .env_remove("HF_INFERENCE_API_KEY");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
-}
-
-fn ok(out: &Output) -> String {
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "status {:?}\n{err}", out.status);
-    err
-}
-
-/// An answer with non-ASCII text, so the writer's escaping is exercised.
-const ANSWER: &str =
-    "Voilà — the code:\n```python\nimport os\ndef task_func():\n    return \"café ☕\"\n```\n";
-
-/// An OpenAI-compatible stub answering every chat request with [`ANSWER`].
-fn chat_stub() -> TestServer {
-    TestServer::stub(Arc::new(|_path: &str, body: &Value| {
-        let n = body["n"].as_u64().unwrap_or(1);
-        let choices: Vec<Value> = (0..n)
-            .map(|i| json!({"index": i, "message": {"role": "assistant", "content": ANSWER}}))
-            .collect();
-        (
-            200,
-            "application/json",
-            json!({"choices": choices, "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-                .to_string(),
-        )
-    }))
-}
-
-fn generate_args(root: &Path, base_url: &str, range: &str) -> Vec<String> {
-    [
-        "generate",
-        "--subset",
-        "hard",
-        "--split",
-        "instruct",
-        "--model",
-        "stub-model",
-        "--backend",
-        "openai",
-        "--base-url",
-        base_url,
-        "--id-range",
-        range,
-        "--root",
-        root.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn samples_file(root: &Path, backend: &str, model: &str) -> PathBuf {
-    root.join(format!(
-        "{model}--main--bigcodebench-hard-instruct--{backend}-0-1-sanitized_calibrated.jsonl"
-    ))
-}
 
 #[test]
 fn generate_final_file_is_in_dataset_order_and_byte_identical_to_python_json_dumps() {
-    let stub = chat_stub();
+    let stub = chat_stub(ANSWER);
     // The first request stalls, so the first task finishes last.
     stub.push_faults([Fault::Stall(Duration::from_millis(1500))]);
     let dir = tempfile::tempdir().unwrap();
-    let mut args = generate_args(dir.path(), &format!("{}/v1", stub.url()), "0-8");
-    args.extend(["--concurrency".into(), "4".into()]);
-    ok(&bcb().args(&args).output().unwrap());
+    let mut run = generate_from(dir.path(), &stub.v1_url(), "0-8");
+    ok(&run.args(["--concurrency", "4"]).output().unwrap());
     let file = samples_file(dir.path(), "openai", "stub-model");
     let bytes = std::fs::read(&file).unwrap();
     let rows: Vec<Value> = bytes
@@ -139,20 +73,14 @@ fn generate_final_file_is_in_dataset_order_and_byte_identical_to_python_json_dum
             .arg(&file)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        ok(&out);
         assert_eq!(out.stdout, bytes, "python re-dump differs");
     }
 }
 
-fn samples_journal(file: &Path) -> PathBuf {
-    let mut s = file.as_os_str().to_os_string();
-    s.push(".partial.jsonl");
-    PathBuf::from(s)
-}
-
 #[test]
 fn generate_under_nohup_writes_plain_progress_lines_without_escape_codes() {
-    let stub = chat_stub();
+    let stub = chat_stub(ANSWER);
     // Slow answers and one retried 500 (its warning goes to the log too).
     stub.push_faults([Fault::Status {
         status: 500,
@@ -160,17 +88,10 @@ fn generate_under_nohup_writes_plain_progress_lines_without_escape_codes() {
     }]);
     stub.push_faults((0..6).map(|_| Fault::Stall(Duration::from_millis(400))));
     let dir = tempfile::tempdir().unwrap();
-    let mut args = generate_args(dir.path(), &format!("{}/v1", stub.url()), "0-6");
-    args.extend([
-        "--concurrency".into(),
-        "1".into(),
-        "--progress-interval".into(),
-        "0.5".into(),
-    ]);
     // stderr is a pipe here, as under nohup or CI.
-    let out = bcb()
+    let out = generate_from(dir.path(), &stub.v1_url(), "0-6")
+        .args(["--concurrency", "1", "--progress-interval", "0.5"])
         .env("BCB_RETRY_MIN_DELAY_MS", "50")
-        .args(&args)
         .output()
         .unwrap();
     let err = ok(&out);
@@ -203,20 +124,12 @@ fn generate_under_nohup_writes_plain_progress_lines_without_escape_codes() {
 #[test]
 fn generate_stops_after_consecutive_connection_failures_naming_the_url() {
     // A port nobody listens on: the mistyped --base-url case.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/v1");
+    let url = format!("http://127.0.0.1:{}/v1", evalkit::free_port());
     let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
-    let out = bcb()
-        .args(generate_args(dir.path(), &url, "0-100"))
-        .output()
-        .unwrap();
+    let out = generate_from(dir.path(), &url, "0-100").output().unwrap();
     let took = t0.elapsed();
-    let err = text(&out.stderr);
+    let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(
         err.contains(&format!("cannot connect to {url}/chat/completions")),
@@ -232,93 +145,34 @@ fn generate_stops_after_consecutive_connection_failures_naming_the_url() {
 fn generate_creates_nothing_before_the_key_and_model_checks_pass() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("results");
-    let out = bcb()
-        .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "gpt-4o",
-            "--backend",
-            "openai",
-            "--root",
-        ])
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("OPENAI_API_KEY is not set"));
-    assert!(
-        !root.exists(),
-        "nothing may be created before the key check"
-    );
-
-    let out = bcb()
-        .args([
-            "generate", "--subset", "hard", "--split", "complete", "--model",
-        ])
-        .arg(dir.path().join("missing.gguf"))
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("does not exist"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert!(
-        !root.exists(),
-        "nothing may be created before the model check"
-    );
-
-    let out = bcb()
-        .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "org/m",
-            "--backend",
-            "vllm",
-            "--vllm-bin",
-        ])
-        .arg(dir.path().join("no-vllm"))
-        .arg("--root")
-        .arg(&root)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("pip install vllm"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert!(!root.exists());
+    let mut vllm = generate("instruct", "org/m", Some("vllm"), &root);
+    vllm.arg("--vllm-bin").arg(dir.path().join("no-vllm"));
+    let refusals = [
+        (
+            generate("instruct", "gpt-4o", Some("openai"), &root),
+            "OPENAI_API_KEY is not set",
+            "the key check",
+        ),
+        (
+            generate("complete", dir.path().join("missing.gguf"), None, &root),
+            "does not exist",
+            "the model check",
+        ),
+        (vllm, "pip install vllm", "the vllm check"),
+    ];
+    for (mut cmd, says, check) in refusals {
+        evalkit::assert_fails_saying(&cmd.output().unwrap(), &[says]);
+        assert!(!root.exists(), "nothing may be created before {check}");
+    }
 }
 
 #[test]
 fn generate_backend_hf_says_what_to_run_instead_in_one_line() {
-    let out = bcb()
-        .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "m",
-            "--backend",
-            "hf",
-        ])
+    let dir = tempfile::tempdir().unwrap();
+    let out = generate("instruct", "m", Some("hf"), dir.path())
         .output()
         .unwrap();
-    let err = text(&out.stderr);
+    let err = stderr(&out);
     assert!(!out.status.success());
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     for what in ["--backend vllm", "llama.cpp", "TGI"] {
@@ -340,26 +194,16 @@ fn generate_hf_inference_backend_against_a_fake_of_the_documented_api() {
         }
     }));
     let dir = tempfile::tempdir().unwrap();
-    let out = bcb()
+    let model = "bigcode/starcoder2-15b-instruct-v0.1";
+    let out = generate("instruct", model, Some("hf-inference"), dir.path())
         .env("HF_TOKEN", "hf_fake_token")
         .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "bigcode/starcoder2-15b-instruct-v0.1",
-            "--backend",
-            "hf-inference",
             "--base-url",
             &stub.url(),
             "--id_range",
             "0-3",
             "--greedy=True",
-            "--root",
         ])
-        .arg(dir.path())
         .output()
         .unwrap();
     ok(&out);
@@ -380,28 +224,10 @@ fn generate_hf_inference_backend_against_a_fake_of_the_documented_api() {
 
     // No key and the real service: refused before anything is created.
     let root = dir.path().join("none");
-    let out = bcb()
-        .args([
-            "generate",
-            "--subset",
-            "hard",
-            "--split",
-            "instruct",
-            "--model",
-            "m",
-            "--backend",
-            "hf-inference",
-            "--root",
-        ])
-        .arg(&root)
+    let out = generate("instruct", "m", Some("hf-inference"), &root)
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("HF_INFERENCE_API_KEY"),
-        "{}",
-        text(&out.stderr)
-    );
+    evalkit::assert_fails_saying(&out, &["HF_INFERENCE_API_KEY"]);
     assert!(!root.exists());
 }
 
@@ -456,26 +282,15 @@ fn generate_backend_vllm_starts_a_standin_vllm_serve_with_the_original_flags() {
     let dir = tempfile::tempdir().unwrap();
     let (vllm, argv_log) = standin_vllm(dir.path());
     let root = dir.path().join("out");
-    let out = bcb()
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                dir.path().display(),
-                std::env::var("PATH").unwrap()
-            ),
-        )
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = generate("complete", "org/gemma-test", Some("vllm"), &root)
+        .env("PATH", path)
         .env_remove("VLLM_N_GPUS")
         .args([
-            "generate",
-            "--model",
-            "org/gemma-test",
-            "--split",
-            "complete",
-            "--subset",
-            "hard",
-            "--backend",
-            "vllm",
             // The original's spellings, Fire-style.
             "--tp",
             "2",
@@ -492,9 +307,7 @@ fn generate_backend_vllm_starts_a_standin_vllm_serve_with_the_original_flags() {
             "0-2",
             "--max_new_tokens",
             "16",
-            "--root",
         ])
-        .arg(&root)
         .output()
         .unwrap();
     let err = ok(&out);
@@ -525,101 +338,4 @@ fn generate_backend_vllm_starts_a_standin_vllm_serve_with_the_original_flags() {
         "the stand-in server still listens on {port}"
     );
     let _ = vllm;
-}
-
-#[test]
-fn sanitize_and_generate_apply_one_think_rule() {
-    let dir = tempfile::tempdir().unwrap();
-    let raw = "<think>\n```python\ndef task_func():\n    return 'draft'\n```\n</think>\n```python\ndef task_func():\n    return 'final'\n```\n";
-    let samples = dir.path().join("s.jsonl");
-    std::fs::write(
-        &samples,
-        format!(
-            "{}\n",
-            json!({"task_id": "BigCodeBench/15", "solution": raw})
-        ),
-    )
-    .unwrap();
-    // Positional samples, as `bigcodebench.sanitize x.jsonl`.
-    ok(&bcb().args(["sanitize"]).arg(&samples).output().unwrap());
-    let out: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("s-sanitized.jsonl")).unwrap(),
-    )
-    .unwrap();
-    let sol = out["solution"].as_str().unwrap();
-    assert!(sol.contains("'final'") && !sol.contains("'draft'"), "{sol}");
-
-    // generate applies the same rule to the same answer.
-    let stub = TestServer::stub(Arc::new(move |_p: &str, _b: &Value| {
-        (
-            200,
-            "application/json",
-            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "<think>\n```python\ndef task_func():\n    return 'draft'\n```\n</think>\n```python\ndef task_func():\n    return 'final'\n```\n"}}]}).to_string(),
-        )
-    }));
-    let root = dir.path().join("gen");
-    ok(&bcb()
-        .args(generate_args(&root, &format!("{}/v1", stub.url()), "1-2"))
-        .output()
-        .unwrap());
-    let row: Value = serde_json::from_str(
-        std::fs::read_to_string(samples_file(&root, "openai", "stub-model"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(row["task_id"], "BigCodeBench/15");
-    assert_eq!(row["solution"].as_str().unwrap(), sol);
-}
-
-#[test]
-fn syncheck_of_a_partial_file_summarises_missing_tasks_and_takes_ids() {
-    let dir = tempfile::tempdir().unwrap();
-    let samples = dir.path().join("p.jsonl");
-    std::fs::write(
-        &samples,
-        format!(
-            "{}\n{}\n",
-            json!({"task_id": "BigCodeBench/0", "solution": "def task_func():\n    pass\n"}),
-            json!({"task_id": "BigCodeBench/1", "solution": "def task_func(:\n"})
-        ),
-    )
-    .unwrap();
-    let out = bcb().args(["syncheck"]).arg(&samples).output().unwrap();
-    ok(&out);
-    let stdout = text(&out.stdout);
-    let missing = stdout
-        .lines()
-        .filter(|l| l.ends_with("is missing!"))
-        .count();
-    assert_eq!(missing, 20, "{stdout}");
-    assert!(
-        stdout.contains("and 1118 more missing (1138/1140 tasks"),
-        "{stdout}"
-    );
-    let out = bcb()
-        .args(["syncheck", "--samples"])
-        .arg(&samples)
-        .args(["--ids", "0,1"])
-        .output()
-        .unwrap();
-    ok(&out);
-    let stdout = text(&out.stdout);
-    assert!(!stdout.contains("missing"), "{stdout}");
-    assert!(stdout.contains("1/2 code are not compilable"), "{stdout}");
-}
-
-#[test]
-fn a_missing_samples_file_is_reported_once_before_any_dataset_work() {
-    let out = bcb()
-        .env("BCB_DATASET_DIR", "/nonexistent-dataset-dir")
-        .args(["syncheck", "--samples", "/nonexistent/samples.jsonl"])
-        .output()
-        .unwrap();
-    let err = text(&out.stderr);
-    assert!(!out.status.success());
-    assert_eq!(err.matches("No such file").count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/samples.jsonl"), "{err}");
 }

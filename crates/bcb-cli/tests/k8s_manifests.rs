@@ -1,8 +1,10 @@
-//! `examples/k8s/`: no Kubernetes cluster runs here, so this test reads the manifests and
+//! `examples/k8s/`: no Kubernetes cluster runs here, so this test validates the manifests
+//! against the Kubernetes OpenAPI schemas (kubernetes-validate, strict, offline), reads them and
 //! checks every field bcb relies on — an Indexed Job whose completions equal `--shard-count`
 //! and whose every index is a valid shard, per-index retries (or a restart policy that
-//! re-runs a pod with its index), the merge Job on the same volume, paths, image and
-//! environment — and that the real `bcb` accepts both commands' flags.
+//! re-runs a pod with its index), the merge Job on the same volume, paths, the image `image/TAG`
+//! names, environment, the least privilege each pod asks for — and that the real `bcb` accepts
+//! the commands' flags.
 
 mod evalkit;
 
@@ -301,4 +303,148 @@ fn k8s_serve_deployment_service_and_hpa_fit_together() {
         .unwrap();
     let err = evalkit::stderr(&out);
     assert!(!out.status.success() && err.contains("--token"), "{err}");
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The newest Kubernetes release kubernetes-validate 1.37.0 (`.ci/setup-k8s-validate.sh`)
+/// bundles the schema of, and the oldest the manifests need (`backoffLimitPerIndex`).
+const KUBERNETES: [&str; 2] = ["1.37", "1.29"];
+
+#[test]
+fn k8s_manifests_validate_against_the_kubernetes_openapi_schema() {
+    let Some(validate) = bcb_testkit::k8s_validate() else {
+        return;
+    };
+    let docs = manifests();
+    let mut files: Vec<PathBuf> = docs.iter().map(|(f, _)| f.clone()).collect();
+    files.dedup();
+    let run = |version: &str, files: &[PathBuf]| {
+        std::process::Command::new(&validate)
+            .args(["--strict", "--kubernetes-version", version])
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    for version in KUBERNETES {
+        let out = run(version, &files);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "Kubernetes {version}:\n{text}");
+        let passed = text.matches(" passed for resource ").count();
+        assert_eq!(passed, docs.len(), "every document checked: {text}");
+    }
+    // The validator refuses what the schema does not have (strict: unknown fields too).
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    let serve = std::fs::read_to_string(workspace().join("examples/k8s/serve.yaml")).unwrap();
+    std::fs::write(
+        &bad,
+        serve.replace("terminationGracePeriodSeconds:", "terminationGracePeriod:"),
+    )
+    .unwrap();
+    let out = run(KUBERNETES[0], &[bad]);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Every container of every manifest runs the one image `image/TAG` names.
+#[test]
+fn every_container_runs_the_image_image_tag_names() {
+    let tag = std::fs::read_to_string(workspace().join("image/TAG")).unwrap();
+    let tag = tag.trim();
+    assert!(
+        tag.contains(':') && !tag.ends_with(":latest"),
+        "a pinned tag: {tag}"
+    );
+    let mut seen = 0;
+    for (file, doc) in manifests() {
+        let Some(pod) = pod_spec(&doc) else { continue };
+        for c in pod["containers"].as_array().unwrap() {
+            assert_eq!(c["image"].as_str(), Some(tag), "{}", file.display());
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 3, "the shards, the merge and serve");
+}
+
+/// A workload's pod spec (a Job's or a Deployment's template), if it is a workload.
+fn pod_spec(doc: &Value) -> Option<&Value> {
+    let spec = &doc["spec"]["template"]["spec"];
+    spec.is_object().then_some(spec)
+}
+
+/// The least privilege each pod asks for, and why (docs/sandbox.md, "bcb in a container";
+/// measured by bench/confinement.sh): non-root, no capability, no setuid gain, never
+/// privileged; a pod that runs samples gets the seccomp profile that lets bcb build its
+/// namespaces (Docker's default plus the namespace syscalls, a test below keeps it so), the
+/// merge (no sample) the runtime's default; serve refuses to start without the namespaces.
+#[test]
+fn pods_ask_for_the_least_privilege_the_sandbox_needs() {
+    let docs = manifests();
+    for (file, doc) in &docs {
+        let Some(pod) = pod_spec(doc) else { continue };
+        let ctx = &pod["securityContext"];
+        let name = doc["metadata"]["name"].as_str().unwrap();
+        assert_eq!(ctx["runAsNonRoot"], true, "{name}");
+        assert_eq!(ctx["runAsUser"], 1000, "{name}: the image's user");
+        for c in pod["containers"].as_array().unwrap() {
+            let sc = &c["securityContext"];
+            assert_eq!(sc["allowPrivilegeEscalation"], false, "{name}");
+            assert_eq!(
+                sc["capabilities"]["drop"],
+                serde_json::json!(["ALL"]),
+                "{name}"
+            );
+            assert!(sc["capabilities"]["add"].is_null(), "{name}");
+            assert!(
+                sc["privileged"].is_null() || sc["privileged"] == false,
+                "{name}"
+            );
+        }
+        let runs_samples = command(doc)[1] != "merge";
+        let seccomp = &ctx["seccompProfile"];
+        if runs_samples {
+            assert_eq!(seccomp["type"], "Localhost", "{}", file.display());
+            assert_eq!(seccomp["localhostProfile"], "profiles/bcb-sandbox.json");
+        } else {
+            assert_eq!(seccomp["type"], "RuntimeDefault", "{}", file.display());
+        }
+    }
+    let serve = command(kind(&docs, "Deployment", "bcb-serve"));
+    assert_eq!(flag(&serve, "--min-isolation"), Some("namespaces"));
+
+    // The profile is Docker's default (bench/seccomp/, from moby's source) plus one rule:
+    // the syscalls the sandbox's namespaces need, without CAP_SYS_ADMIN.
+    let read = |p: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(workspace().join(p)).unwrap()).unwrap()
+    };
+    let docker = read("bench/seccomp/docker-default.json");
+    let mut ours = read("examples/k8s/seccomp/bcb-sandbox.json");
+    let added = ours["syscalls"].as_array_mut().unwrap().pop().unwrap();
+    assert_eq!(
+        ours, docker,
+        "bcb-sandbox.json = docker-default.json + one rule"
+    );
+    assert_eq!(added["action"], "SCMP_ACT_ALLOW");
+    assert!(added["includes"].is_null() && added["args"].is_null());
+    assert_eq!(
+        added["names"],
+        serde_json::json!([
+            "clone",
+            "mount",
+            "pivot_root",
+            "sethostname",
+            "umount2",
+            "unshare"
+        ])
+    );
 }

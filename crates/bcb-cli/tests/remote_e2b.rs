@@ -31,10 +31,8 @@ fn e2b(env: &Env, fake: &Fake, dir: &str, extra: &[&str]) -> Command {
     ])
     .args(extra)
     .arg("--samples")
-    .arg(&samples)
-    .env("E2B_API_KEY", "test-key")
-    .env("E2B_API_URL", &fake.url)
-    .env("E2B_ENVD_URL", &fake.url);
+    .arg(&samples);
+    fake.client(&mut cmd);
     cmd
 }
 

@@ -17,22 +17,30 @@ const NAME: &str = "m--bigcodebench-hard-complete.jsonl";
 /// Task 19's canonical solution, and the same with a frame-introspection line the tamper scan
 /// flags.
 fn samples(env: &Env) -> PathBuf {
-    let t = env.task("BigCodeBench/19");
-    let code = format!(
-        "{}{}",
-        t["complete_prompt"].as_str().unwrap(),
-        t["canonical_solution"].as_str().unwrap()
-    );
+    let code = env.canonical("BigCodeBench/19");
     let flagged = format!("{code}\nimport sys\n_f = sys._getframe(0)\n");
-    let path = env.path(NAME);
-    evalkit::write_jsonl(
-        &path,
+    env.samples(
+        NAME,
         &[
             serde_json::json!({"task_id": "BigCodeBench/19", "solution": code}),
             serde_json::json!({"task_id": "BigCodeBench/19", "solution": flagged}),
         ],
-    );
-    path
+    )
+}
+
+/// `bcb evaluate --execution gradio` of task 19's samples against `url`, with `flags`.
+fn gradio_run(env: &Env, url: &str, flags: &[&str]) -> Output {
+    let samples = samples(env);
+    let mut args = vec![
+        "evaluate",
+        "--execution",
+        "gradio",
+        "--gradio-endpoint",
+        url,
+    ];
+    args.extend(flags);
+    args.extend(["--ids", "19", "--samples", samples.to_str().unwrap()]);
+    env.run(&args)
 }
 
 /// A Gradio run with `flag` → refused up front, nothing sent.
@@ -40,17 +48,7 @@ fn gradio_refuses(env: &Env, flag: &[&str]) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut args = vec![
-        "evaluate",
-        "--execution",
-        "gradio",
-        "--gradio-endpoint",
-        &url,
-    ];
-    args.extend(flag);
-    let samples = samples(env);
-    args.extend(["--ids", "19", "--samples", samples.to_str().unwrap()]);
-    let out = env.run(&args);
+    let out = gradio_run(env, &url, flag);
     let err = evalkit::stderr(&out);
     assert!(!out.status.success(), "{flag:?} must be refused");
     assert!(
@@ -70,12 +68,9 @@ fn e2b_run(env: &Env, flag: &[&str]) -> (Fake, Output) {
     cmd.args(["evaluate", "--execution", "e2b", "--ids", "19", "--quiet"])
         .args(flag)
         .arg("--samples")
-        .arg(&samples)
-        .env("E2B_API_KEY", "test-key")
-        .env("E2B_API_URL", &fake.url)
-        .env("E2B_ENVD_URL", &fake.url);
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+        .arg(&samples);
+    let out = fake.client(&mut cmd).output().unwrap();
+    evalkit::ok(&out);
     (fake, out)
 }
 
@@ -159,19 +154,6 @@ fn no_cache_accepted_by_both_as_remote_verdicts_never_touch_the_cache() {
         "nothing reused"
     );
     // A Space takes it too (nothing to carry): only --no-execute, so nothing is sent.
-    let samples = samples(&env);
-    let out = env.run(&[
-        "evaluate",
-        "--execution",
-        "gradio",
-        "--gradio-endpoint",
-        "http://127.0.0.1:9",
-        "--no-cache",
-        "--no-execute",
-        "--ids",
-        "19",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let flags = ["--no-cache", "--no-execute"];
+    evalkit::ok(&gradio_run(&env, "http://127.0.0.1:9", &flags));
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use evalkit::Env;
+use evalkit::{free_port, Env};
 use remotekit::{local_run, outputs, write_samples, IDS};
 
 /// bcb's Space under a real Gradio server; killed (with its jobs) on drop.
@@ -102,14 +102,6 @@ impl Drop for Space {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn remote(env: &Env, url: &str, dir: &str, extra: &[&str]) -> Command {
@@ -232,24 +224,7 @@ fn gradio_space_killed_and_restarted_mid_job_is_resubmitted_once() {
     let port = free_port();
     let mut space = Space::start(&py, &env, port, &[]);
     let local = local_run(&env);
-    let samples = write_samples(&env, &env.path("remote"));
-    let client = env
-        .bcb()
-        .args([
-            "evaluate",
-            "--execution",
-            "gradio",
-            "--gradio-endpoint",
-            &space.url(),
-        ])
-        .args([
-            "--subset",
-            "hard",
-            "--ids",
-            IDS,
-            "--samples",
-            samples.to_str().unwrap(),
-        ])
+    let client = remote(&env, &space.url(), "remote", &[])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

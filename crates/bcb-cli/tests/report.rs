@@ -3,33 +3,12 @@
 
 mod evalkit;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
 
-const HERMES: &str = "NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
-const PHI: &str =
-    "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
-
-/// `(real-samples dir, dataset dir)`, or `None` (skip) unless `BCB_REQUIRE_DATA=1`.
-fn shared() -> Option<(PathBuf, PathBuf)> {
-    let dataset = bcb_testkit::dataset_dir()?;
-    let real = std::env::var_os("BCB_REAL_SAMPLES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dataset.join("../real-samples"));
-    if real.join(format!("{HERMES}_eval_results.json.gz")).exists() {
-        return Some((real, dataset));
-    }
-    bcb_testkit::missing(
-        bcb_testkit::Need::Data,
-        &format!(
-            "no real samples in {} (../shared/real-samples)",
-            real.display()
-        ),
-    );
-    None
-}
+use evalkit::{real_results as shared, HERMES, PHI};
 
 fn bcb(dataset: &Path, args: &[&str]) -> Output {
     evalkit::run_logged(evalkit::bcb_over(dataset), args)
@@ -80,12 +59,7 @@ fn report_tables_on_two_real_models() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     for task in ["BigCodeBench/6", "BigCodeBench/12"] {
-        let t = v["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["task_id"] == task)
-            .unwrap();
+        let t = evalkit::report_task(&v, task);
         assert_eq!(
             t["verdicts"][0]["failures"][0]["class"], "env_ground_truth",
             "{task}"
@@ -220,44 +194,22 @@ fn inspect_defaults_to_hard_and_warns_on_a_full_results_file() {
 #[test]
 fn environment_classes_from_a_live_run_here() {
     let Some(env) = evalkit::env() else { return };
-    let samples = env.path("here--main--bigcodebench-complete--bcb-0-1-sanitized_calibrated.jsonl");
     let rows: Vec<Value> = ["BigCodeBench/177", "BigCodeBench/314"]
         .iter()
-        .map(|id| {
-            let t = env.task(id);
-            let code = format!(
-                "{}\n{}",
-                t["complete_prompt"].as_str().unwrap(),
-                t["canonical_solution"].as_str().unwrap()
-            );
-            serde_json::json!({"task_id": id, "solution": code})
-        })
+        .map(|id| serde_json::json!({"task_id": id, "solution": env.canonical(id)}))
         .collect();
-    evalkit::write_jsonl(&samples, &rows);
-    let out = env.run(&[
-        "evaluate",
-        "--split",
-        "complete",
-        "--no-gt",
-        "--ids",
-        "177,314",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let samples = env.samples(
+        "here--main--bigcodebench-complete--bcb-0-1-sanitized_calibrated.jsonl",
+        &rows,
+    );
+    env.evaluate_ok("177,314", &samples, &["--no-gt"]);
     let results = env
         .path("here--main--bigcodebench-complete--bcb-0-1-sanitized_calibrated_eval_results.json");
     let out = env.run(&["report", results.to_str().unwrap(), "--format", "json"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let class = |task: &str| {
-        let t = v["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["task_id"] == task)
-            .unwrap();
-        t["verdicts"][0]["failures"][0]["class"]
+        evalkit::report_task(&v, task)["verdicts"][0]["failures"][0]["class"]
             .as_str()
             .map(str::to_string)
     };

@@ -9,7 +9,8 @@
 //! Needs `chromium` and `chromedriver` on PATH (`.ci/setup-chromium.sh`) and ../shared; in CI
 //! (`CI=true` or `BCB_REQUIRE_CHROMIUM=1`) a missing one fails the test.
 
-use std::net::TcpListener;
+mod evalkit;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,9 +18,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-const HERMES: &str = "NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
-const PHI: &str =
-    "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
+use evalkit::{HERMES, PHI};
 
 /// The flags the environment probe used as root.
 const CHROMIUM_FLAGS: [&str; 8] = [
@@ -56,12 +55,7 @@ struct Driver {
 
 impl Driver {
     fn start(chromedriver: &Path) -> Driver {
-        // A free loopback port: bind, read it, release it for chromedriver.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = evalkit::free_port();
         let child = Command::new(chromedriver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
@@ -163,32 +157,21 @@ fn report_page_opens_in_headless_chromium_without_errors_or_network() {
         eprintln!("SKIP: chromium and chromedriver not on PATH (.ci/setup-chromium.sh)");
         return;
     };
-    let Some(dataset) = bcb_testkit::dataset_dir() else {
+    let Some((real, dataset)) = evalkit::real_results() else {
         return;
     };
-    let real = dataset.join("../real-samples");
-    if !real.join(format!("{HERMES}_eval_results.json.gz")).exists() {
-        bcb_testkit::missing(bcb_testkit::Need::Data, "../shared/real-samples is missing");
-        return;
-    }
 
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("two-models.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+    let out = evalkit::bcb_over(&dataset)
         .arg("report")
         .arg(real.join(format!("{HERMES}_eval_results.json.gz")))
         .arg(real.join(format!("{PHI}_eval_results.json.gz")))
         .arg("-o")
         .arg(&page)
-        .env("BCB_DATASET_DIR", &dataset)
-        .env("BCB_OFFLINE", "1")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    evalkit::ok(&out);
     let size = std::fs::metadata(&page).unwrap().len();
     eprintln!("page size: {size} bytes");
     assert!(size < 5_000_000, "page is {size} bytes, over 5 MB");

@@ -5,18 +5,13 @@
 
 mod evalkit;
 
-use evalkit::{read_json, stderr, write_jsonl};
+use evalkit::read_json;
 use serde_json::json;
 
 #[test]
 fn samples_failing_on_a_coin_are_flaky() {
     let Some(env) = evalkit::env() else { return };
-    let t = env.task("BigCodeBench/4");
-    let good = format!(
-        "{}\n{}",
-        t["complete_prompt"].as_str().unwrap(),
-        t["canonical_solution"].as_str().unwrap()
-    );
+    let good = env.canonical("BigCodeBench/4");
     let coin = format!(
         "{good}\nimport random\nif random.random() < 0.5:\n    raise RuntimeError('tails')\n"
     );
@@ -25,8 +20,7 @@ fn samples_failing_on_a_coin_are_flaky() {
     let rows: Vec<_> = (0..12)
         .map(|_| json!({"task_id": "BigCodeBench/4", "solution": coin}))
         .collect();
-    let samples = env.path("coins.jsonl");
-    write_jsonl(&samples, &rows);
+    let samples = env.samples("coins.jsonl", &rows);
     let out = env.evaluate(
         "4",
         &samples,
@@ -43,7 +37,7 @@ fn samples_failing_on_a_coin_are_flaky() {
             "process",
         ],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    evalkit::ok(&out);
     let results = read_json(&env.path("coins_eval_results.json"));
     let list = results["eval"]["BigCodeBench/4"].as_array().unwrap();
     let coins = &list[..];

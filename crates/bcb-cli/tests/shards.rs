@@ -8,7 +8,7 @@ mod evalkit;
 
 use std::path::{Path, PathBuf};
 
-use evalkit::{read_json, stderr, without_date};
+use evalkit::{read_json, without_date};
 use serde_json::Value;
 
 /// Fast tasks (shipped priors under 0.5 s) with a mix of passing and failing answers; 10 and
@@ -18,24 +18,21 @@ const IDS: &str = "1,2,3,5,6,7,12,13";
 
 use evalkit::hermes_samples as real_samples;
 
-fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) {
-    let mut args = vec![
-        "evaluate",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        IDS,
-        "--executor",
-        "process",
-        "--samples",
-        samples.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let out = env.run(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
+/// `bcb evaluate` of the slice with the process executor; returns its stderr.
+fn evaluate(env: &evalkit::Env, samples: &Path, extra: &[&str]) -> String {
+    env.evaluate_ok(IDS, samples, &[&["--executor", "process"], extra].concat())
 }
+
+/// `bcb evaluate --check-gt-only` of the slice, quiet, with the process executor.
+const CHECK_GT: [&str; 7] = [
+    "evaluate",
+    "--check-gt-only",
+    "--ids",
+    IDS,
+    "--executor",
+    "process",
+    "-q",
+];
 
 fn merge(env: &evalkit::Env, samples: &Path, shards: &[PathBuf]) -> std::process::Output {
     merge_args(env, &["--samples", samples.to_str().unwrap()], shards)
@@ -90,8 +87,7 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
         assert!(!results.exists(), "a shard writes no results file");
         let shards = bcb_eval::find_shards(&samples);
         assert_eq!(shards.len(), n);
-        let out = merge(&env, &samples, &[]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        evalkit::ok(&merge(&env, &samples, &[]));
         let got = without_date(&results);
         let diff = differing(&got, &want);
         assert!(diff.is_empty(), "n = {n}: {diff:?}");
@@ -104,24 +100,14 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
     let samples = env.path("n4.jsonl");
     let shards = bcb_eval::find_shards(&samples);
     let out = merge(&env, &samples, &shards[1..]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("1/4") && stderr(&out).contains("missing"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_fails_saying(&out, &["1/4", "missing"]);
 
     let dup = env.path("dup-shard.jsonl");
     std::fs::copy(&shards[0], &dup).unwrap();
     let mut with_dup = shards.clone();
     with_dup.push(dup.clone());
     let out = merge(&env, &samples, &with_dup);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("both are shard 1/4") && stderr(&out).contains("dup-shard.jsonl"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_fails_saying(&out, &["both are shard 1/4", "dup-shard.jsonl"]);
 
     let other = real_samples(&env, "other.jsonl");
     evaluate(&env, &other, &["--shard", "2/4", "--timeout", "100"]);
@@ -130,12 +116,13 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
     mixed[1] = foreign[0].clone();
     let out = merge(&env, &samples, &mixed);
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("other_eval_results.json.shard-2-of-4.jsonl")
-            && stderr(&out).contains("other settings")
-            && stderr(&out).contains("base=100"),
-        "{}",
-        stderr(&out)
+    evalkit::assert_stderr_has(
+        &out,
+        &[
+            "other_eval_results.json.shard-2-of-4.jsonl",
+            "other settings",
+            "base=100",
+        ],
     );
 }
 
@@ -167,22 +154,9 @@ fn gt_cache_verdicts(cache_dir: &Path) -> Vec<(String, String, Value)> {
 #[test]
 fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
     let Some(one) = evalkit::env() else { return };
-    let check = |env: &evalkit::Env, extra: &[&str]| {
-        let mut args = vec![
-            "evaluate",
-            "--check-gt-only",
-            "--ids",
-            IDS,
-            "--executor",
-            "process",
-            "-q",
-        ];
-        args.extend_from_slice(extra);
-        let out = env.run(&args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let want_summary = check(&one, &[]);
+    let out = one.run(&CHECK_GT);
+    evalkit::ok(&out);
+    let want_summary = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut want = gt_cache_verdicts(one.cache.path());
     want.sort_by(|a, b| a.0.cmp(&b.0));
 
@@ -193,69 +167,33 @@ fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
         // Also the cluster form: the index from a Kubernetes Indexed Job's variable.
         let index = (i - 1).to_string();
         let mut cmd = sharded.bcb();
-        cmd.env("JOB_COMPLETION_INDEX", &index).args([
-            "evaluate",
-            "--check-gt-only",
-            "--ids",
-            IDS,
-            "--executor",
-            "process",
-            "-q",
-            "--shard",
-            "auto",
-            "--shard-count",
-            "3",
-        ]);
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
+        cmd.env("JOB_COMPLETION_INDEX", &index)
+            .args(CHECK_GT)
+            .args(["--shard", "auto", "--shard-count", "3"]);
+        evalkit::ok(&cmd.output().unwrap());
     }
     let shards = bcb_eval::shard::find_ground_truth_shards(sharded.cache.path(), None).unwrap();
     assert_eq!(shards.len(), 3);
 
     // One missing: refused, naming it.
     let out = merge_args(&sharded, &["--check-gt-only"], &shards[..2]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("3/3") && stderr(&out).contains("missing"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_fails_saying(&out, &["3/3", "missing"]);
     // A ground-truth shard is not a samples shard.
     let samples = real_samples(&sharded, "s.jsonl");
     let out = merge(&sharded, &samples, &shards);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("ground-truth-only shard"),
-        "{}",
-        stderr(&out)
-    );
+    evalkit::assert_fails_saying(&out, &["ground-truth-only shard"]);
 
     let out = merge_args(&sharded, &["--check-gt-only"], &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    evalkit::ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), want_summary);
     let mut got = gt_cache_verdicts(sharded.cache.path());
     got.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(got, want);
 
     // The merged cache is the one a run uses: this check runs nothing.
-    let out = sharded.run(&[
-        "evaluate",
-        "-q",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        IDS,
-        "--executor",
-        "process",
-        "--samples",
-        samples.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let err = evaluate(&sharded, &samples, &["-q"]);
     assert!(
-        !stderr(&out).contains("ground truth: "),
-        "ground truth ran again: {}",
-        stderr(&out)
+        !err.contains("ground truth: "),
+        "ground truth ran again: {err}"
     );
 }

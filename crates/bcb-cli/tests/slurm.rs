@@ -263,21 +263,7 @@ fn slurm_array_of_shards_then_merge_equals_one_run() {
 
     // The reference: one unsharded run, outside Slurm.
     let whole = evalkit::hermes_samples(&env, "whole.jsonl");
-    let out = env.run(&[
-        "evaluate",
-        "-q",
-        "--split",
-        "complete",
-        "--subset",
-        "full",
-        "--ids",
-        IDS,
-        "--executor",
-        "process",
-        "--samples",
-        whole.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.evaluate_ok(IDS, &whole, &["-q", "--executor", "process"]);
     let whole_results = bcb_samples::eval_results_path(&whole);
 
     // The same through the example scripts, from a work dir the jobs share.

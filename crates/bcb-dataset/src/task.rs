@@ -171,6 +171,11 @@ impl Dataset {
         &self.tasks
     }
 
+    /// The task's place in the dataset's order, or `None` for a task it does not have.
+    pub fn position(&self, task_id: &str) -> Option<usize> {
+        self.index.get(task_id).copied()
+    }
+
     pub fn get(&self, task_id: &str) -> Option<&Task> {
         self.index.get(task_id).map(|&i| &self.tasks[i])
     }

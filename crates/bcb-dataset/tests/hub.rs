@@ -307,18 +307,32 @@ fn stray_files(dir: &Path, keep: &Path) -> Vec<PathBuf> {
     }
 }
 
+/// A hub serving the shared v0.1.4 file of `subset` (checked against its known digest), and
+/// the spec of a load from it into a fresh cache (kept alive by the returned dir).
+fn hub_of_shared_v014(
+    dir: &Path,
+    subset: Subset,
+) -> (Hub, Fixture, tempfile::TempDir, DatasetSpec) {
+    let (name, sha) = match subset {
+        Subset::Hard => ("bigcodebench-hard-v0.1.4", HARD_V014_SHA256),
+        Subset::Full => ("bigcodebench-v0.1.4", FULL_V014_SHA256),
+    };
+    let fx = fixture(dir, name);
+    assert_eq!(sha256_hex(&fx.0), sha, "shared file changed?");
+    let hub = Hub::start();
+    hub.serve(subset, "v0.1.4", fx.clone());
+    let cache = tempfile::tempdir().unwrap();
+    let spec = hub.spec(subset, cache.path());
+    (hub, fx, cache, spec)
+}
+
 // ---------------------------------------------------------------- tests
 
 #[test]
 fn hard_v014_from_hub_matches_shared_file_then_comes_from_cache() {
     let _env = env_lock();
     let Some(dir) = data_dir() else { return };
-    let fx = fixture(&dir, "bigcodebench-hard-v0.1.4");
-    assert_eq!(sha256_hex(&fx.0), HARD_V014_SHA256, "shared file changed?");
-    let hub = Hub::start();
-    hub.serve(Subset::Hard, "v0.1.4", fx.clone());
-    let cache = tempfile::tempdir().unwrap();
-    let spec = hub.spec(Subset::Hard, cache.path());
+    let (hub, fx, cache, spec) = hub_of_shared_v014(&dir, Subset::Hard);
 
     assert!(matches!(spec.resolve().unwrap(), Source::Hub { .. }));
     let ds = spec.load().unwrap();
@@ -358,12 +372,7 @@ fn hard_v014_from_hub_matches_shared_file_then_comes_from_cache() {
 fn full_v014_from_hub_matches_shared_file() {
     let _env = env_lock();
     let Some(dir) = data_dir() else { return };
-    let fx = fixture(&dir, "bigcodebench-v0.1.4");
-    assert_eq!(sha256_hex(&fx.0), FULL_V014_SHA256, "shared file changed?");
-    let hub = Hub::start();
-    hub.serve(Subset::Full, "v0.1.4", fx.clone());
-    let cache = tempfile::tempdir().unwrap();
-    let spec = hub.spec(Subset::Full, cache.path());
+    let (hub, fx, _cache, spec) = hub_of_shared_v014(&dir, Subset::Full);
     let started = Instant::now();
     let ds = spec.load().unwrap();
     eprintln!(

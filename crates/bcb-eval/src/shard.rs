@@ -411,18 +411,7 @@ pub fn merge_ground_truth(
         records.extend(mine.into_values());
     }
     // Dataset order, as one run's cache would list them (its order is otherwise finish order).
-    let order: HashMap<&str, usize> = dataset
-        .tasks()
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.task_id.as_str(), i))
-        .collect();
-    records.sort_by_key(|r| {
-        order
-            .get(r.id.task_id.as_str())
-            .copied()
-            .unwrap_or(usize::MAX)
-    });
+    records.sort_by_key(|r| dataset.position(&r.id.task_id).unwrap_or(usize::MAX));
     Ok(MergedGroundTruth {
         plan,
         records,

@@ -21,6 +21,13 @@ fn sample(task: usize, code: &str) -> SubmitSample {
     }
 }
 
+/// A submission of one sample (`sample(task, code)`) with default options.
+fn one(session: &WarmSession, task: usize, code: &str) -> Submission {
+    session
+        .submit(vec![sample(task, code)], SubmitOptions::default())
+        .unwrap()
+}
+
 /// An executor that records which samples ran, in order, taking `each` per job.
 fn recording(each: Duration) -> (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>) {
     let order = Arc::new(Mutex::new(Vec::new()));
@@ -35,20 +42,30 @@ fn recording(each: Duration) -> (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>) {
     (Arc::new(exec), order)
 }
 
+/// A started session over `exec` (and its log of runs) in a fresh dir, kept alive with it.
+fn started(
+    (exec, ran): (Arc<FakeExecutor>, Arc<Mutex<Vec<String>>>),
+) -> (
+    tempfile::TempDir,
+    Arc<FakeExecutor>,
+    Arc<Mutex<Vec<String>>>,
+    WarmSession,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let session = start(&exec, dir.path());
+    (dir, exec, ran, session)
+}
+
 fn start(exec: &Arc<FakeExecutor>, dir: &std::path::Path) -> WarmSession {
     start_with(exec, dir, Vec::new(), WarmOptions::default())
 }
 
 #[test]
 fn a_later_submission_of_one_job_is_not_starved_by_an_earlier_one_of_many_scripted() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, order) = recording(Duration::from_millis(10));
-    let session = start(&exec, dir.path());
+    let (_dir, exec, order, session) = started(recording(Duration::from_millis(10)));
     let big: Vec<SubmitSample> = (0..40).map(|i| sample(0, &i.to_string())).collect();
     let big = session.submit(big, SubmitOptions::default()).unwrap();
-    let small = session
-        .submit(vec![sample(2, "0")], SubmitOptions::default())
-        .unwrap();
+    let small = one(&session, 2, "0");
     let got: Vec<_> = small.collect();
     assert_eq!(got.len(), 1);
     assert!(got[0].1.as_ref().unwrap().outcome.status.is_pass());
@@ -105,9 +122,7 @@ fn many_one_sample_submissions_start_a_sleeper_then_the_least_expected_cpu_first
             std::thread::sleep(Duration::from_millis(5));
         }
     };
-    let first = session
-        .submit(vec![sample(0, "-1")], SubmitOptions::default())
-        .unwrap();
+    let first = one(&session, 0, "-1");
     wait_for("in flight", &|s| s.in_flight == 1);
     let rest: Vec<_> = [0, 2, 1, 0, 2]
         .iter()
@@ -137,9 +152,7 @@ fn many_one_sample_submissions_start_a_sleeper_then_the_least_expected_cpu_first
 
 #[test]
 fn two_submitters_interleave_round_robin_scripted() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, order) = recording(Duration::from_millis(5));
-    let session = start(&exec, dir.path());
+    let (_dir, _, order, session) = started(recording(Duration::from_millis(5)));
     let a = session
         .submit(
             (0..10).map(|i| sample(0, &format!("a{i}"))).collect(),
@@ -165,9 +178,7 @@ fn two_submitters_interleave_round_robin_scripted() {
 
 #[test]
 fn dropping_a_submission_cancels_its_queued_jobs_and_the_session_goes_on_scripted() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, _) = recording(Duration::from_millis(10));
-    let session = start(&exec, dir.path());
+    let (_dir, exec, _, session) = started(recording(Duration::from_millis(10)));
     let mut big = session
         .submit(
             (0..50).map(|i| sample(0, &i.to_string())).collect(),
@@ -179,9 +190,7 @@ fn dropping_a_submission_cancels_its_queued_jobs_and_the_session_goes_on_scripte
     std::thread::sleep(Duration::from_millis(100));
     let ran = exec.total_runs() - 3;
     assert!(ran < 10, "{ran} of 50 ran after the cancel");
-    let after = session
-        .submit(vec![sample(1, "1")], SubmitOptions::default())
-        .unwrap();
+    let after = one(&session, 1, "1");
     assert_eq!(after.count(), 1);
     assert_eq!(session.stats().queued, 0);
     session.close();
@@ -189,9 +198,7 @@ fn dropping_a_submission_cancels_its_queued_jobs_and_the_session_goes_on_scripte
 
 #[test]
 fn unknown_task_ids_are_refused_before_anything_runs_and_duplicates_run_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, _) = recording(Duration::ZERO);
-    let session = start(&exec, dir.path());
+    let (_dir, exec, _, session) = started(recording(Duration::ZERO));
     let err = session
         .submit(
             vec![sample(0, "1"), sample(7, "1")],
@@ -268,15 +275,9 @@ fn origins(sub: Submission) -> Vec<(Status, Origin)> {
 
 #[test]
 fn two_submissions_of_the_same_program_at_once_run_it_once_and_both_get_its_verdict() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, ran) = counting(Duration::from_millis(100));
-    let session = start(&exec, dir.path());
-    let a = session
-        .submit(vec![sample(0, "same")], SubmitOptions::default())
-        .unwrap();
-    let b = session
-        .submit(vec![sample(0, "same")], SubmitOptions::default())
-        .unwrap();
+    let (_dir, _, ran, session) = started(counting(Duration::from_millis(100)));
+    let a = one(&session, 0, "same");
+    let b = one(&session, 0, "same");
     let a = std::thread::spawn(move || origins(a));
     let (b, a) = (origins(b), a.join().unwrap());
     assert_eq!(
@@ -300,12 +301,8 @@ fn two_submissions_of_the_same_program_at_once_run_it_once_and_both_get_its_verd
 
 #[test]
 fn a_repeat_after_the_first_finished_is_answered_without_running_and_flagged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, ran) = counting(Duration::ZERO);
-    let session = start(&exec, dir.path());
-    let first = session
-        .submit(vec![sample(1, "x")], SubmitOptions::default())
-        .unwrap();
+    let (_dir, _, ran, session) = started(counting(Duration::ZERO));
+    let first = one(&session, 1, "x");
     assert_eq!(origins(first), [(Status::Pass, Origin::Executed)]);
     let again = session
         .submit(
@@ -328,13 +325,9 @@ fn a_repeat_after_the_first_finished_is_answered_without_running_and_flagged() {
 
 #[test]
 fn a_timeout_is_not_reused_by_a_later_submission() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, ran) = counting(Duration::ZERO);
-    let session = start(&exec, dir.path());
+    let (_dir, _, ran, session) = started(counting(Duration::ZERO));
     for _ in 0..2 {
-        let sub = session
-            .submit(vec![sample(0, "slow")], SubmitOptions::default())
-            .unwrap();
+        let sub = one(&session, 0, "slow");
         assert_eq!(origins(sub), [(Status::Timeout, Origin::Executed)]);
     }
     assert_eq!(
@@ -346,9 +339,7 @@ fn a_timeout_is_not_reused_by_a_later_submission() {
 
 #[test]
 fn the_owner_cancelled_while_another_waits_still_gives_the_waiter_its_verdict() {
-    let dir = tempfile::tempdir().unwrap();
-    let (exec, ran) = counting(Duration::from_millis(50));
-    let session = start(&exec, dir.path());
+    let (_dir, _, ran, session) = started(counting(Duration::from_millis(50)));
     // The shared program is the owner's last job (index order): still queued at the drop.
     let mut owner_samples: Vec<SubmitSample> =
         (0..6).map(|i| sample(0, &format!("own{i}"))).collect();
@@ -356,9 +347,7 @@ fn the_owner_cancelled_while_another_waits_still_gives_the_waiter_its_verdict() 
     let mut owner = session
         .submit(owner_samples, SubmitOptions::default())
         .unwrap();
-    let waiter = session
-        .submit(vec![sample(0, "shared")], SubmitOptions::default())
-        .unwrap();
+    let waiter = one(&session, 0, "shared");
     assert!(owner.next().is_some());
     drop(owner);
     assert_eq!(
@@ -372,9 +361,7 @@ fn the_owner_cancelled_while_another_waits_still_gives_the_waiter_its_verdict() 
         "the owner's own jobs were cancelled"
     );
     // The session goes on, and remembers the handed-over verdict.
-    let later = session
-        .submit(vec![sample(0, "shared")], SubmitOptions::default())
-        .unwrap();
+    let later = one(&session, 0, "shared");
     assert_eq!(origins(later), [(Status::Pass, Origin::Duplicate)]);
 }
 
@@ -391,12 +378,8 @@ fn without_dedup_every_submission_runs_its_own() {
             ..Default::default()
         },
     );
-    let a = session
-        .submit(vec![sample(0, "same")], SubmitOptions::default())
-        .unwrap();
-    let b = session
-        .submit(vec![sample(0, "same")], SubmitOptions::default())
-        .unwrap();
+    let a = one(&session, 0, "same");
+    let b = one(&session, 0, "same");
     assert_eq!(origins(a), [(Status::Pass, Origin::Executed)]);
     assert_eq!(origins(b), [(Status::Pass, Origin::Executed)]);
     assert_eq!(runs_of(&ran, "same"), 2);

@@ -239,6 +239,20 @@ fn escape_5_dev_is_minimal() {
     contained(&[code], Control::AsRoot);
 }
 
+/// Three samples of the probe `code` in one slot of each backend (pool, process), one after
+/// the other: each must pass (a probe reports what it found).
+fn each_of_three_in_one_slot_passes(code: String) {
+    let codes = vec![code; 3];
+    for kind in ["pool", "process"] {
+        for (i, o) in run_with(kind, host_isolation(), &codes, 1)
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(o.status, Status::Pass, "{kind} sample {i}: {}", leaks(o));
+        }
+    }
+}
+
 #[test]
 fn escape_6_no_state_between_samples_of_a_slot() {
     if python().is_none() {
@@ -250,15 +264,7 @@ fn escape_6_no_state_between_samples_of_a_slot() {
         "slot descriptors",
         "    import fcntl\n    for fd in range(3, 1024):\n        try:\n            st = os.fstat(fd)\n        except OSError:\n            continue\n        if stat.S_ISFIFO(st.st_mode):\n            continue\n        fl = fcntl.fcntl(fd, fcntl.F_GETFL)\n        if fl & os.O_NONBLOCK:\n            hits.append('fd %d carries a flag set by an earlier sample' % fd)\n        try:\n            fcntl.fcntl(fd, fcntl.F_SETFL, fl | os.O_NONBLOCK)\n        except OSError:\n            pass\n        try:\n            hits.append('slot fd %d: %s' % (fd, os.readlink('/proc/self/fd/%d' % fd)))\n        except OSError:\n            hits.append('slot fd %d' % fd)\n",
     );
-    let codes = vec![code; 3];
-    for kind in ["pool", "process"] {
-        for (i, o) in run_with(kind, host_isolation(), &codes, 1)
-            .iter()
-            .enumerate()
-        {
-            assert_eq!(o.status, Status::Pass, "{kind} sample {i}: {}", leaks(o));
-        }
-    }
+    each_of_three_in_one_slot_passes(code);
 }
 
 #[test]
@@ -273,15 +279,7 @@ fn escape_6b_a_sample_forked_ahead_holds_only_its_report_pipes() {
         "pipes of a sample forked ahead",
         "    fifos = []\n    for fd in range(3, 4096):\n        try:\n            if stat.S_ISFIFO(os.fstat(fd).st_mode):\n                fifos.append(fd)\n        except OSError:\n            pass\n    if len(fifos) != 2:\n        hits.append('%d pipes open: %s' % (len(fifos), fifos))\n",
     );
-    let codes = vec![code; 3];
-    for kind in ["pool", "process"] {
-        for (i, o) in run_with(kind, host_isolation(), &codes, 1)
-            .iter()
-            .enumerate()
-        {
-            assert_eq!(o.status, Status::Pass, "{kind} sample {i}: {}", leaks(o));
-        }
-    }
+    each_of_three_in_one_slot_passes(code);
 }
 
 /// Harness-aware forgeries: each sample's `task_func` is wrong (returns 0, the test wants 1)

@@ -1,14 +1,7 @@
 //! The E2B template files parse, size the sandbox for the job, and build the eval env from
 //! exactly the lock this bcb embeds (no clone of a moving branch).
 
-use std::path::PathBuf;
-
-fn repo(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use bcb_testkit::repo_file as repo;
 
 #[test]
 fn e2b_toml_names_the_template_dockerfile_cpu_and_memory() {

@@ -2,16 +2,9 @@
 //! 13 inputs the client checks for, the Gradio pin is the one CI tests, and the Space README
 //! has the front matter Hugging Face Spaces reads.
 
-use std::path::PathBuf;
-
 use bcb_execute::gradio::PARAMETERS;
 
-fn repo(path: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
+use bcb_testkit::repo_file as repo;
 
 #[test]
 fn space_app_takes_the_thirteen_inputs_in_order() {

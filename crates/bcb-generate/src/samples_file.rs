@@ -3,7 +3,6 @@
 //! rewritten atomically at the end in dataset order with Python's `json.dumps` formatting,
 //! which is what the original writes.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -43,17 +42,11 @@ pub fn read_final(path: &Path) -> anyhow::Result<Vec<Value>> {
 
 /// `rows` in dataset order (samples of one task keep their order; unknown tasks go last).
 fn in_dataset_order(dataset: &Dataset, mut rows: Vec<Value>) -> Vec<Value> {
-    let order: HashMap<&str, usize> = dataset
-        .tasks()
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.task_id.as_str(), i))
-        .collect();
     // A stable sort keeps each task's samples in the order they were written.
     rows.sort_by_key(|r| {
         r.get("task_id")
             .and_then(Value::as_str)
-            .and_then(|id| order.get(id).copied())
+            .and_then(|id| dataset.position(id))
             .unwrap_or(usize::MAX)
     });
     rows

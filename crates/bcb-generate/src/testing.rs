@@ -119,6 +119,11 @@ impl TestServer {
         format!("http://{}", self.addr)
     }
 
+    /// The base URL of an OpenAI-compatible server here (`…/v1`).
+    pub fn v1_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
     /// Faults applied to the next requests, in order.
     pub fn push_faults(&self, faults: impl IntoIterator<Item = Fault>) {
         self.state.faults.lock().unwrap().extend(faults);

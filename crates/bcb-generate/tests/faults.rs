@@ -40,12 +40,7 @@ fn retryable_faults_are_retried_and_the_run_completes() {
         },
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::hard_instruct(
-        Backend::OpenAi,
-        "gpt-4o",
-        format!("{}/v1", stub.url()),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::OpenAi, "gpt-4o", stub.v1_url(), dir.path());
     o.id_range = Some((0, 4));
     o.n_samples = 3;
     o.temperature = bcb_generate::Temperature::parse("0.8").unwrap();
@@ -125,12 +120,7 @@ fn request_rate_limit_spaces_requests() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::hard_instruct(
-        Backend::OpenAi,
-        "gpt-4o",
-        format!("{}/v1", stub.url()),
-        dir.path(),
-    );
+    let mut o = common::hard_instruct(Backend::OpenAi, "gpt-4o", stub.v1_url(), dir.path());
     o.id_range = Some((0, 3));
     o.concurrency = Some(8);
     o.requests_per_minute = Some(120); // one every 0.5 s after the first

@@ -23,6 +23,18 @@ fn check_samples(path: &std::path::Path, ds: &bcb_dataset::Dataset, per_task: us
     }
 }
 
+/// Runs `o`, checks that the run completed and wrote `file`, and returns its outcome.
+fn run_to(
+    o: &bcb_generate::GenerateOptions,
+    ds: &bcb_dataset::Dataset,
+    file: &str,
+) -> bcb_generate::Outcome {
+    let out = bcb_generate::run_codegen(o, ds).unwrap();
+    assert!(out.is_complete(), "{}", out.summary());
+    assert_eq!(out.path.file_name().unwrap().to_str().unwrap(), file);
+    out
+}
+
 fn opts(
     backend: Backend,
     split: Split,
@@ -44,17 +56,12 @@ fn llama_server_openai_chat_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let o = opts(
-        Backend::OpenAi,
-        Split::Instruct,
-        format!("{}/v1", server.base_url()),
-        dir.path(),
-    );
-    let out = bcb_generate::run_codegen(&o, &ds).unwrap();
-    assert!(out.is_complete(), "{}", out.summary());
-    assert_eq!(
-        out.path.file_name().unwrap().to_str().unwrap(),
-        "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-2-sanitized_calibrated.jsonl"
+    let v1 = format!("{}/v1", server.base_url());
+    let o = opts(Backend::OpenAi, Split::Instruct, v1, dir.path());
+    let out = run_to(
+        &o,
+        &ds,
+        "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-2-sanitized_calibrated.jsonl",
     );
     assert_eq!(out.requests, 3, "n=2 in one request per task");
     assert!(out.usage.output_tokens > 0);
@@ -66,18 +73,13 @@ fn llama_server_openai_completions_direct_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = opts(
-        Backend::OpenAi,
-        Split::Complete,
-        format!("{}/v1", server.base_url()),
-        dir.path(),
-    );
+    let v1 = format!("{}/v1", server.base_url());
+    let mut o = opts(Backend::OpenAi, Split::Complete, v1, dir.path());
     o.direct_completion = true;
-    let out = bcb_generate::run_codegen(&o, &ds).unwrap();
-    assert!(out.is_complete(), "{}", out.summary());
-    assert_eq!(
-        out.path.file_name().unwrap().to_str().unwrap(),
-        "gemma-test--main--bigcodebench-hard-complete--openai-0.8-2-sanitized_calibrated.jsonl"
+    let out = run_to(
+        &o,
+        &ds,
+        "gemma-test--main--bigcodebench-hard-complete--openai-0.8-2-sanitized_calibrated.jsonl",
     );
     check_samples(&out.path, &ds, 2);
     // Direct completion keeps prompt + continuation.
@@ -98,11 +100,10 @@ fn llama_server_anthropic_messages_three_hard_tasks_two_samples() {
         server.base_url(),
         dir.path(),
     );
-    let out = bcb_generate::run_codegen(&o, &ds).unwrap();
-    assert!(out.is_complete(), "{}", out.summary());
-    assert_eq!(
-        out.path.file_name().unwrap().to_str().unwrap(),
-        "gemma-test--main--bigcodebench-hard-instruct--anthropic-0.8-2-sanitized_calibrated.jsonl"
+    let out = run_to(
+        &o,
+        &ds,
+        "gemma-test--main--bigcodebench-hard-instruct--anthropic-0.8-2-sanitized_calibrated.jsonl",
     );
     assert_eq!(out.requests, 6, "Anthropic: one sample per request");
     check_samples(&out.path, &ds, 2);
@@ -126,12 +127,7 @@ fn llama_server_behind_fault_proxy_completes_with_retries() {
     ]);
     let ds = common::dataset(Subset::Hard);
     let dir = tempfile::tempdir().unwrap();
-    let mut o = opts(
-        Backend::OpenAi,
-        Split::Instruct,
-        format!("{}/v1", proxy.url()),
-        dir.path(),
-    );
+    let mut o = opts(Backend::OpenAi, Split::Instruct, proxy.v1_url(), dir.path());
     o.concurrency = Some(1);
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());

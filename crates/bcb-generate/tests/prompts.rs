@@ -46,7 +46,7 @@ fn capture(
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
     let base = match backend {
-        Backend::OpenAi | Backend::Mistral | Backend::Vllm => format!("{}/v1", stub.url()),
+        Backend::OpenAi | Backend::Mistral | Backend::Vllm => stub.v1_url(),
         _ => stub.url(),
     };
     let mut o = common::quick_opts(backend, model, split, Subset::Full, base, dir.path());

@@ -105,15 +105,22 @@ fn pct(x: f64) -> String {
     format!("{:.1}", 100.0 * x)
 }
 
+/// A model's colour swatch (its place in the report, mod 8) and `label` (escaped).
+fn swatch(i: usize, label: &str) -> String {
+    format!("<i class=\"sw m{}\"></i>{}", i % 8, esc(label))
+}
+
+/// One `<th>` per model: its swatch, `prefix` and its name.
+fn model_headers(h: &mut String, report: &Report, prefix: &str) {
+    for (i, m) in report.models.iter().enumerate() {
+        let _ = write!(h, "<th>{}</th>", swatch(i, &format!("{prefix}{}", m.name)));
+    }
+}
+
 fn legend(h: &mut String, report: &Report) {
     h.push_str("<div class=\"legend\">");
     for (i, m) in report.models.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<span><i class=\"sw m{}\"></i>{}</span>",
-            i % 8,
-            esc(&m.name)
-        );
+        let _ = write!(h, "<span>{}</span>", swatch(i, &m.name));
     }
     h.push_str("</div>");
 }
@@ -128,9 +135,8 @@ fn headline(h: &mut String, report: &Report) {
     for (i, m) in report.models.iter().enumerate() {
         let _ = write!(
             h,
-            "<tr><td><i class=\"sw m{}\"></i>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            i % 8,
-            esc(&m.name),
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            swatch(i, &m.name),
             esc(&m.date),
             m.tasks,
             m.samples
@@ -384,14 +390,7 @@ fn disagreements(h: &mut String, report: &Report) {
         "<section><h2>Tasks where the models disagree ({})</h2><div class=\"scroll short\"><table class=\"sortable\"><thead><tr><th>task</th><th>domains</th>",
         rows.len()
     );
-    for (i, m) in report.models.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<th><i class=\"sw m{}\"></i>{}</th>",
-            i % 8,
-            esc(&m.name)
-        );
-    }
+    model_headers(h, report, "");
     h.push_str("</tr></thead><tbody>");
     for t in rows {
         let _ = write!(
@@ -419,14 +418,7 @@ fn libraries(h: &mut String, report: &Report) {
         "<section><h2>Libraries ({})</h2><div class=\"scroll short\"><table class=\"sortable\"><thead><tr><th>library</th><th>tasks</th>",
         report.libraries.len()
     );
-    for (i, m) in report.models.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<th><i class=\"sw m{}\"></i>pass@1 {}</th>",
-            i % 8,
-            esc(&m.name)
-        );
-    }
+    model_headers(h, report, "pass@1 ");
     h.push_str("</tr></thead><tbody>");
     for r in &report.libraries {
         let _ = write!(
@@ -467,14 +459,7 @@ fn task_table(h: &mut String, report: &Report) {
         );
     }
     h.push_str("</select><span id=\"shown\" class=\"muted\"></span></div><div class=\"scroll\"><table id=\"tasks\" class=\"sortable\"><thead><tr><th>task</th><th>domains</th><th>libraries</th><th>solve rate</th>");
-    for (i, m) in report.models.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<th><i class=\"sw m{}\"></i>{}</th>",
-            i % 8,
-            esc(&m.name)
-        );
-    }
+    model_headers(h, report, "");
     h.push_str("</tr></thead><tbody>");
     for t in &report.tasks {
         let classes: Vec<&str> = t.verdicts.iter().map(class_of_verdict).collect();

@@ -22,6 +22,9 @@ fn md_cell(s: &str) -> String {
 pub fn render_markdown(report: &Report) -> String {
     let mut s = String::new();
     let names: Vec<&str> = report.models.iter().map(|m| m.name.as_str()).collect();
+    // The models' header cells, and the rule under them.
+    let name_cells = names.iter().map(|n| md_cell(n)).collect::<Vec<_>>();
+    let (name_cells, rule) = (name_cells.join(" | "), "---|".repeat(names.len()));
     let ks = report.ks();
     let _ = writeln!(
         s,
@@ -56,16 +59,7 @@ pub fn render_markdown(report: &Report) -> String {
         ("Failures caused by the environment (not the model's)", true),
     ] {
         let _ = writeln!(s, "\n## {title}\n");
-        let _ = writeln!(
-            s,
-            "| class | {} | example |\n|---|{}---|",
-            names
-                .iter()
-                .map(|n| md_cell(n))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(names.len())
-        );
+        let _ = writeln!(s, "| class | {} | example |\n|---|{}---|", name_cells, rule);
         for c in report.classes.iter().filter(|c| c.environment == env) {
             let counts: Vec<String> = c.counts.iter().map(usize::to_string).collect();
             let example = c
@@ -107,12 +101,8 @@ pub fn render_markdown(report: &Report) -> String {
             s,
             "| {} | tasks | {} |\n|---|---|{}",
             title.trim_end_matches('s').to_lowercase(),
-            names
-                .iter()
-                .map(|n| md_cell(n))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(names.len())
+            name_cells,
+            rule
         );
         for r in rows.iter() {
             let cells: Vec<String> = r
@@ -126,16 +116,7 @@ pub fn render_markdown(report: &Report) -> String {
     if report.models.len() > 1 {
         let dis: Vec<_> = report.disagreements().collect();
         let _ = writeln!(s, "\n## Tasks where the models disagree ({})\n", dis.len());
-        let _ = writeln!(
-            s,
-            "| task | {} |\n|---|{}",
-            names
-                .iter()
-                .map(|n| md_cell(n))
-                .collect::<Vec<_>>()
-                .join(" | "),
-            "---|".repeat(names.len())
-        );
+        let _ = writeln!(s, "| task | {} |\n|---|{}", name_cells, rule);
         for t in dis {
             let cells: Vec<String> = t
                 .verdicts
@@ -157,25 +138,17 @@ pub fn render_markdown(report: &Report) -> String {
 /// One tidy CSV: `table,model,key,tasks,value,low,high,count,example`.
 pub fn render_csv(report: &Report) -> String {
     let mut s = String::from("table,model,key,tasks,value,low,high,count,example\n");
-    let mut row = |cells: [&str; 9]| {
-        let cells: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
-        s.push_str(&cells.join(","));
-        s.push('\n');
-    };
     let f = |x: f64| format!("{x:.6}");
+    // A row of an estimate over `tasks`, with its interval.
+    let estimate = |s: &mut String, [table, model, key]: [&str; 3], tasks: usize, e: &Estimate| {
+        let tasks = tasks.to_string();
+        let (value, low, high) = (f(e.value), f(e.low), f(e.high));
+        csv_row(s, [table, model, key, &tasks, &value, &low, &high, "", ""]);
+    };
     for m in &report.models {
         for (k, e) in &m.pass_at_k {
-            row([
-                "pass_at_k",
-                &m.name,
-                &format!("pass@{k}"),
-                &m.tasks.to_string(),
-                &f(e.value),
-                &f(e.low),
-                &f(e.high),
-                "",
-                "",
-            ]);
+            let key = format!("pass@{k}");
+            estimate(&mut s, ["pass_at_k", &m.name, &key], m.tasks, e);
         }
     }
     for c in &report.classes {
@@ -188,34 +161,18 @@ pub fn render_csv(report: &Report) -> String {
             } else {
                 "failure_class"
             };
-            row([
-                table,
-                &m.name,
-                c.key,
-                "",
-                "",
-                "",
-                "",
-                &c.counts[i].to_string(),
-                &example,
-            ]);
+            let count = c.counts[i].to_string();
+            csv_row(
+                &mut s,
+                [table, &m.name, c.key, "", "", "", "", &count, &example],
+            );
         }
     }
     for (table, rows) in [("domain", &report.domains), ("library", &report.libraries)] {
         for r in rows.iter() {
             for (i, m) in report.models.iter().enumerate() {
                 let Some(e) = &r.pass_at_1[i] else { continue };
-                row([
-                    table,
-                    &m.name,
-                    &r.name,
-                    &r.tasks.to_string(),
-                    &f(e.value),
-                    &f(e.low),
-                    &f(e.high),
-                    "",
-                    "",
-                ]);
+                estimate(&mut s, [table, &m.name, &r.name], r.tasks, e);
             }
         }
     }
@@ -223,20 +180,15 @@ pub fn render_csv(report: &Report) -> String {
         for (i, m) in report.models.iter().enumerate() {
             let Some(v) = &t.verdicts[i] else { continue };
             let class = v.class().map_or("pass", |c| c.key());
-            row([
-                "task",
-                &m.name,
-                &t.task_id,
-                "",
-                &f(v.passed as f64 / v.n.max(1) as f64),
-                "",
-                "",
-                &v.n.to_string(),
-                class,
-            ]);
+            let (rate, n) = (f(v.passed as f64 / v.n.max(1) as f64), v.n.to_string());
+            csv_row(
+                &mut s,
+                ["task", &m.name, &t.task_id, "", &rate, "", "", &n, class],
+            );
             if v.flaky {
                 // Flaky verdicts apart: a rerun changed one of this task's verdicts.
-                row(["flaky", &m.name, &t.task_id, "", "", "", "", "1", class]);
+                let flaky = ["flaky", &m.name, &t.task_id, "", "", "", "", "1", class];
+                csv_row(&mut s, flaky);
             }
         }
     }
@@ -246,6 +198,13 @@ pub fn render_csv(report: &Report) -> String {
 /// The whole report model as JSON (pretty, stable key order).
 pub fn render_json(report: &Report) -> String {
     serde_json::to_string_pretty(report).expect("the report serializes")
+}
+
+/// One CSV line of `cells`.
+fn csv_row(s: &mut String, cells: [&str; 9]) {
+    let cells: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+    s.push_str(&cells.join(","));
+    s.push('\n');
 }
 
 /// RFC 4180 quoting where needed.

@@ -20,6 +20,13 @@ fn count(findings: &[(String, TamperFinding)]) -> BTreeMap<&'static str, usize> 
     by_rule
 }
 
+/// Every finding of `who` (a model, or the canonical solutions), one line each.
+fn print_findings(who: &str, findings: &[(String, TamperFinding)]) {
+    for (id, f) in findings {
+        println!("  {who} {id}: {} line {}: {}", f.rule, f.line, f.text);
+    }
+}
+
 #[test]
 fn tamper_scan_counts_on_canonical_and_real_answers() {
     let Some(tasks) = dataset() else {
@@ -38,9 +45,7 @@ fn tamper_scan_counts_on_canonical_and_real_answers() {
         canonical.len(),
         count(&canonical)
     );
-    for (id, f) in &canonical {
-        println!("  canonical {id}: {} line {}: {}", f.rule, f.line, f.text);
-    }
+    print_findings("canonical", &canonical);
     let Some(files) = real_samples_files() else {
         return;
     };
@@ -69,9 +74,7 @@ fn tamper_scan_counts_on_canonical_and_real_answers() {
             flagged.len(),
             count(&flagged)
         );
-        for (id, f) in &flagged {
-            println!("  {model} {id}: {} line {}: {}", f.rule, f.line, f.text);
-        }
+        print_findings(model, &flagged);
     }
     assert!(
         total > 0,

@@ -99,14 +99,23 @@ pub async fn list_datasets() -> Response {
     json_response(StatusCode::OK, &json!(DATASETS))
 }
 
+/// A dataset request of `/list_ids` or `/get_prompts`, and the subset it names.
+fn dataset_request(
+    state: &AppState,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<(DatasetRequest, Subset), ApiError> {
+    let req: DatasetRequest = parse(&body(state, raw)?)?;
+    let subset = subset_of(&req.dataset, &req.config)?;
+    let subset = state.catalog.check(None, subset, &[])?;
+    Ok((req, subset))
+}
+
 pub async fn list_ids(
     State(state): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     let run = || -> Result<Value, ApiError> {
-        let req: DatasetRequest = parse(&body(&state, raw)?)?;
-        let subset = subset_of(&req.dataset, &req.config)?;
-        let subset = state.catalog.check(None, subset, &[])?;
+        let (_, subset) = dataset_request(&state, raw)?;
         Ok(json!(state
             .catalog
             .tasks(subset)
@@ -123,9 +132,7 @@ pub async fn get_prompts(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     let run = || -> Result<Value, ApiError> {
-        let req: DatasetRequest = parse(&body(&state, raw)?)?;
-        let subset = subset_of(&req.dataset, &req.config)?;
-        let subset = state.catalog.check(None, subset, &[])?;
+        let (req, subset) = dataset_request(&state, raw)?;
         let split = split_of(&state, &req.config)?;
         let prompts: Vec<Value> = state
             .catalog

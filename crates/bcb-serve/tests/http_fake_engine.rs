@@ -300,32 +300,14 @@ async fn an_executor_fault_is_a_503_with_a_hint_never_a_verdict() {
 #[tokio::test]
 async fn readiness_waits_for_the_engine_and_health_does_not() {
     let s = start(|_| {}, false).await;
-    assert_eq!(
-        reqwest::get(format!("{}/healthz", s.url))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
-    assert_eq!(
-        reqwest::get(format!("{}/readyz", s.url))
-            .await
-            .unwrap()
-            .status(),
-        503
-    );
+    assert_eq!(s.get_status("/healthz").await, 200);
+    assert_eq!(s.get_status("/readyz").await, 503);
     let res = s
         .evaluate(serde_json::json!([{"task_id": "BigCodeBench/1", "solution": "PASS"}]))
         .await;
     assert_eq!(res.status(), 503);
     s.state.set_ready(Arc::new(s.engine.clone()));
-    assert_eq!(
-        reqwest::get(format!("{}/readyz", s.url))
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(s.get_status("/readyz").await, 200);
     s.shutdown().await;
 }
 

@@ -13,41 +13,29 @@ use common::{body, start};
 async fn openrlhf_and_sandbox_fusion_shapes() {
     let s = start(|_| {}, true).await;
     let c = reqwest::Client::new();
-    let v: serde_json::Value = c
-        .post(format!("{}/openrlhf", s.url))
-        .json(&serde_json::json!({
-            "query": ["Q1 ```python\ndef task_func():\n    return 'PASS'\n```", "Q2 no"],
-            "prompts": ["Q1 ", "Q2 "],
-            "labels": ["BigCodeBench/1", "{\"task_id\": \"BigCodeBench/2\"}"],
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: serde_json::Value = s
+        .post_json(
+            "/openrlhf",
+            serde_json::json!({
+                "query": ["Q1 ```python\ndef task_func():\n    return 'PASS'\n```", "Q2 no"],
+                "prompts": ["Q1 ", "Q2 "],
+                "labels": ["BigCodeBench/1", "{\"task_id\": \"BigCodeBench/2\"}"],
+            }),
+        )
+        .await;
     assert_eq!(v["rewards"], serde_json::json!([1.0, 0.0]), "{v}");
     assert_eq!(v["scores"], v["rewards"]);
     assert!(v["extra_logs"].is_object());
-    let ids: serde_json::Value = c
-        .post(format!("{}/list_ids", s.url))
-        .json(&serde_json::json!({"dataset": "bigcodebench", "config": {}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ids: serde_json::Value = s
+        .post_json(
+            "/list_ids",
+            serde_json::json!({"dataset": "bigcodebench", "config": {}}),
+        )
+        .await;
     assert_eq!(ids, serde_json::json!(["BigCodeBench/1", "BigCodeBench/2"]));
-    let r: serde_json::Value = c
-        .post(format!("{}/submit", s.url))
-        .json(&serde_json::json!({"dataset": "bigcodebench", "id": 1, "completion": "    return 'PASS'\n", "config": {}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let r: serde_json::Value = s
+        .post_json("/submit", serde_json::json!({"dataset": "bigcodebench", "id": 1, "completion": "    return 'PASS'\n", "config": {}}))
+        .await;
     assert_eq!(r["accepted"], true, "{r}");
     assert_eq!(r["tests"][0]["exec_info"]["status"], "Success");
     let res = c

@@ -37,6 +37,9 @@ pub enum Need {
     Wheel,
     /// The `sandbox-fusion` client venv (`BCB_SERVE_CLIENT_PYTHON`; `.ci/setup-serve.sh`).
     Serve,
+    /// kubernetes-validate, with the Kubernetes schemas (`BCB_K8S_VALIDATE`;
+    /// `.ci/setup-k8s-validate.sh`).
+    K8s,
 }
 
 impl Need {
@@ -50,6 +53,7 @@ impl Need {
             Need::Slurm => EnvVars::BCB_REQUIRE_SLURM,
             Need::Wheel => EnvVars::BCB_REQUIRE_WHEEL,
             Need::Serve => EnvVars::BCB_REQUIRE_SERVE,
+            Need::K8s => EnvVars::BCB_REQUIRE_K8S,
         }
     }
 
@@ -86,6 +90,14 @@ pub fn require(need: Need, var: &str, what: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// The text of `path` (relative to the repository's root); panics naming it if unreadable.
+pub fn repo_file(path: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// The eval env's interpreter.
@@ -125,6 +137,15 @@ pub fn maturin() -> Option<PathBuf> {
         Need::Wheel,
         EnvVars::BCB_MATURIN,
         "the maturin executable (`.ci/setup-wheel.sh` prints BCB_MATURIN=...)",
+    )
+}
+
+/// The `kubernetes-validate` executable (`.ci/setup-k8s-validate.sh` prints `BCB_K8S_VALIDATE=`).
+pub fn k8s_validate() -> Option<PathBuf> {
+    require(
+        Need::K8s,
+        EnvVars::BCB_K8S_VALIDATE,
+        "the kubernetes-validate executable (`.ci/setup-k8s-validate.sh` prints BCB_K8S_VALIDATE=...)",
     )
 }
 

@@ -6,12 +6,6 @@ use std::process::ExitCode;
 
 use bcb_eval::verdict_cache::{self, VerdictCache};
 
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    pub action: Action,
-}
-
 #[derive(clap::Subcommand, Debug)]
 pub enum Action {
     /// Environments, run segments, verdicts and bytes in the verdict cache.
@@ -20,10 +14,10 @@ pub enum Action {
     Clean,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(action: Action) -> anyhow::Result<ExitCode> {
     let root = VerdictCache::root(&bcb_dataset::cache_dir());
     let mut out = std::io::stdout().lock();
-    match args.action {
+    match action {
         Action::Stats => {
             let s = verdict_cache::stats(&root);
             writeln!(

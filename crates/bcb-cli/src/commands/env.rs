@@ -10,12 +10,6 @@ use anyhow::Context;
 use crate::common::DatasetArgs;
 use bcb_execute::local::env as pyenv;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(subcommand)]
-    pub action: Action,
-}
-
 #[derive(clap::Subcommand, Debug)]
 pub enum Action {
     /// Create the venv with every library the tasks import (idempotent).
@@ -56,8 +50,8 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    match args.action {
+pub fn run(action: Action) -> anyhow::Result<ExitCode> {
+    match action {
         Action::Setup(a) => setup(a),
         Action::Check(a) => check(a),
     }

@@ -277,4 +277,11 @@ impl Fake {
     pub fn home(&self) -> &Path {
         self.home.path()
     }
+
+    /// Points `cmd` (a `bcb evaluate --execution e2b`) at this fake, with a test key.
+    pub fn client<'c>(&self, cmd: &'c mut std::process::Command) -> &'c mut std::process::Command {
+        cmd.env("E2B_API_KEY", "test-key")
+            .env("E2B_API_URL", &self.url)
+            .env("E2B_ENVD_URL", &self.url)
+    }
 }

@@ -37,16 +37,27 @@ impl Env {
         run_logged(self.bcb(), args)
     }
 
+    /// [`run`](Self::run), asserting success; returns its stderr.
+    pub fn run_ok(&self, args: &[&str]) -> String {
+        ok(&self.run(args))
+    }
+
     /// `bcb evaluate` of `samples` on tasks `ids` of the complete split, full subset, with
     /// `extra` flags.
     pub fn evaluate(&self, ids: &str, samples: &Path, extra: &[&str]) -> Output {
-        let samples = samples.to_str().unwrap();
-        let mut args = vec![
-            "evaluate", "--split", "complete", "--subset", "full", "--ids", ids,
-        ];
-        args.extend_from_slice(extra);
-        args.extend(["--samples", samples]);
-        self.run(&args)
+        self.run(&evaluate_args(ids, samples, extra))
+    }
+
+    /// [`evaluate`](Self::evaluate), asserting success; returns its stderr.
+    pub fn evaluate_ok(&self, ids: &str, samples: &Path, extra: &[&str]) -> String {
+        ok(&self.evaluate(ids, samples, extra))
+    }
+
+    /// A samples file `name` in the work dir holding `rows`.
+    pub fn samples(&self, name: &str, rows: &[serde_json::Value]) -> PathBuf {
+        let path = self.path(name);
+        write_jsonl(&path, rows);
+        path
     }
 
     /// The task's canonical solution as a sample: its prompt and its solution.
@@ -75,13 +86,19 @@ impl Env {
     }
 }
 
+/// `bcb` offline, with no override file from the caller's environment.
+pub fn bcb() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bcb"));
+    cmd.env("BCB_OFFLINE", "1")
+        .env_remove("BIGCODEBENCH_OVERRIDE_PATH");
+    cmd
+}
+
 /// `bcb` offline over the dataset in `dataset`, with no Python env of this test's choosing
 /// (for commands that run no sample) and no override file from the caller's environment.
 pub fn bcb_over(dataset: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bcb"));
-    cmd.env("BCB_DATASET_DIR", dataset)
-        .env("BCB_OFFLINE", "1")
-        .env_remove("BIGCODEBENCH_OVERRIDE_PATH");
+    let mut cmd = bcb();
+    cmd.env("BCB_DATASET_DIR", dataset);
     cmd
 }
 
@@ -93,6 +110,113 @@ pub fn shared_dataset_dir() -> PathBuf {
         .unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bigcodebench")
         })
+}
+
+/// The arguments of `bcb evaluate` of `samples` on tasks `ids` of the complete split, full
+/// subset, then `extra` (a flag that takes a value may end it: the caller pushes the value).
+pub fn evaluate_args<'a>(ids: &'a str, samples: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "evaluate", "--split", "complete", "--subset", "full", "--ids", ids,
+    ];
+    args.extend(["--samples", samples.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Asserts that `out` succeeded (its stderr in the message) and returns its stderr.
+pub fn ok(out: &Output) -> String {
+    let err = stderr(out);
+    assert!(out.status.success(), "status {:?}\n{err}", out.status);
+    err
+}
+
+/// Asserts that `out`'s stderr says each of `wants` (all of it in the message otherwise).
+pub fn assert_stderr_has(out: &Output, wants: &[&str]) {
+    let err = stderr(out);
+    for want in wants {
+        assert!(err.contains(want), "{want:?} missing from:\n{err}");
+    }
+}
+
+/// Asserts that `out` failed and that its stderr says each of `wants`.
+pub fn assert_fails_saying(out: &Output, wants: &[&str]) {
+    assert!(
+        !out.status.success(),
+        "{:?} succeeded:\n{}",
+        out.status,
+        stderr(out)
+    );
+    assert_stderr_has(out, wants);
+}
+
+/// A port on loopback that nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The text of a gzipped file.
+pub fn read_gz(path: &Path) -> String {
+    use std::io::Read;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+/// The file stems of two real models' answers and official results (complete split) in
+/// `../shared/real-samples/`.
+pub const HERMES: &str = "NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
+pub const PHI: &str =
+    "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated";
+
+/// `(real-samples dir, dataset dir)`, or `None` (skip) unless `BCB_REQUIRE_DATA=1`: for tests
+/// of the real models' result files.
+pub fn real_results() -> Option<(PathBuf, PathBuf)> {
+    let dataset = bcb_testkit::dataset_dir()?;
+    let real = std::env::var_os("BCB_REAL_SAMPLES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dataset.join("../real-samples"));
+    if real.join(format!("{HERMES}_eval_results.json.gz")).exists() {
+        return Some((real, dataset));
+    }
+    bcb_testkit::missing(
+        bcb_testkit::Need::Data,
+        &format!(
+            "no real samples in {} (../shared/real-samples)",
+            real.display()
+        ),
+    );
+    None
+}
+
+/// The answers of a real model (`stem`, as [`HERMES`]) to `tasks`, as `{task_id, solution}`
+/// rows in file order.
+pub fn real_answers(env: &Env, stem: &str, tasks: &[&str]) -> Vec<serde_json::Value> {
+    let text = read_gz(
+        &env.dataset_dir
+            .join(format!("../real-samples/{stem}.jsonl.gz")),
+    );
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| tasks.contains(&r["task_id"].as_str().unwrap()))
+        .map(|r| serde_json::json!({"task_id": r["task_id"], "solution": r["solution"]}))
+        .collect()
+}
+
+/// The row of `task` in the `tasks` of a `bcb report --format json`.
+pub fn report_task<'a>(report: &'a serde_json::Value, task: &str) -> &'a serde_json::Value {
+    report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task_id"] == task)
+        .unwrap_or_else(|| panic!("{task} in the report"))
 }
 
 /// Runs `cmd` with `args`, printing the command line and its output for the test log.
@@ -130,12 +254,10 @@ pub fn stderr(out: &Output) -> String {
 /// A real model's answers (Hermes-2-Theta, complete split, from `../shared/real-samples/`)
 /// written to `name` in the work dir.
 pub fn hermes_samples(env: &Env, name: &str) -> PathBuf {
-    use std::io::Read;
-    let gz = env.dataset_dir.join("../real-samples/NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&gz).expect("real samples in ../shared"))
-        .read_to_string(&mut text)
-        .unwrap();
+    let text = read_gz(
+        &env.dataset_dir
+            .join(format!("../real-samples/{HERMES}.jsonl.gz")),
+    );
     let path = env.path(name);
     std::fs::write(&path, text).unwrap();
     path

@@ -107,21 +107,29 @@ fn mutate_code(rng: &mut Rng, code: &str, entry: &str, recipe: &mut Vec<String>)
             recipe.push("no-imports".into());
         }
     }
-    if rng.chance(12) {
-        code.push_str(&format!(
-            "\n\nif __name__ == \"__main__\":\n    print({entry}())\n"
-        ));
-        recipe.push("main-block".into());
-    }
-    if rng.chance(12) {
-        code.push_str(&format!("\n\nresult = {entry}()\nprint(result)\n"));
-        recipe.push("trailing-print".into());
-    }
-    if rng.chance(10) {
-        code.push_str(&format!(
-            "\n\ndef {entry}(*args, **kwargs):\n    raise NotImplementedError\n"
-        ));
-        recipe.push("duplicate-def".into());
+    // Lines a model adds after the code: (chance in percent, the lines, the recipe's name).
+    let tails = [
+        (
+            12,
+            format!("\n\nif __name__ == \"__main__\":\n    print({entry}())\n"),
+            "main-block",
+        ),
+        (
+            12,
+            format!("\n\nresult = {entry}()\nprint(result)\n"),
+            "trailing-print",
+        ),
+        (
+            10,
+            format!("\n\ndef {entry}(*args, **kwargs):\n    raise NotImplementedError\n"),
+            "duplicate-def",
+        ),
+    ];
+    for (percent, tail, name) in tails {
+        if rng.chance(percent) {
+            code.push_str(&tail);
+            recipe.push(name.into());
+        }
     }
     if rng.chance(10) {
         code = format!(

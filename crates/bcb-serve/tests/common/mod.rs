@@ -243,6 +243,18 @@ impl Server {
             .unwrap()
     }
 
+    /// `POST {path}` of `body`: the JSON answer.
+    pub async fn post_json(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        let res = self.post(path).json(&body).send().await.unwrap();
+        res.json().await.unwrap()
+    }
+
+    /// The status of `GET {path}`.
+    pub async fn get_status(&self, path: &str) -> u16 {
+        let res = reqwest::get(format!("{}{path}", self.url)).await.unwrap();
+        res.status().as_u16()
+    }
+
     pub async fn shutdown(mut self) {
         let _ = self.stop.take().unwrap().send(());
         self.handle.await.unwrap().unwrap();
