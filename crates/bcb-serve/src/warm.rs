@@ -43,6 +43,18 @@ struct WarmScript {
 
 impl ScriptJob for WarmScript {}
 
+/// What a refused submission (of samples or a script) tells the client.
+fn submit_error(e: SessionError) -> SubmitError {
+    match e {
+        SessionError::UnknownTasks(ids) => SubmitError::UnknownTasks(ids),
+        SessionError::Closed => SubmitError::Closed,
+        other => SubmitError::Other {
+            message: other.to_string(),
+            hint: "see the server's log".into(),
+        },
+    }
+}
+
 impl Verdicts for WarmVerdicts {
     fn submit(
         &self,
@@ -55,14 +67,7 @@ impl Verdicts for WarmVerdicts {
 
         let sub = session
             .submit_with(samples, opts, move |(index, result)| deliver(index, result))
-            .map_err(|e| match e {
-                SessionError::UnknownTasks(ids) => SubmitError::UnknownTasks(ids),
-                SessionError::Closed => SubmitError::Closed,
-                other => SubmitError::Other {
-                    message: other.to_string(),
-                    hint: "see the server's log".into(),
-                },
-            })?;
+            .map_err(submit_error)?;
         Ok(Box::new(WarmSubmission { _handle: sub }))
     }
 
@@ -73,13 +78,7 @@ impl Verdicts for WarmVerdicts {
     ) -> Result<Box<dyn ScriptJob>, SubmitError> {
         let guard = self.session.read().unwrap();
         let session = guard.as_ref().ok_or(SubmitError::Closed)?;
-        let sub = session.submit_script(req, deliver).map_err(|e| match e {
-            SessionError::Closed => SubmitError::Closed,
-            other => SubmitError::Other {
-                message: other.to_string(),
-                hint: "see the server's log".into(),
-            },
-        })?;
+        let sub = session.submit_script(req, deliver).map_err(submit_error)?;
         Ok(Box::new(WarmScript { _job: sub }))
     }
 
