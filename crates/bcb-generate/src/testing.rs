@@ -278,24 +278,21 @@ pub fn llm_server(n_parallel: usize) -> Option<LocalServer> {
 
 /// The Python that has `xllamacpp`, as the tests find it.
 pub fn llm_python_path() -> PathBuf {
-    std::env::var_os(EnvVars::BCB_LLM_PYTHON)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os(EnvVars::HOME)
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".cache/bcb/test-llm/venv/bin/python")
-        })
+    var_or_test_llm(EnvVars::BCB_LLM_PYTHON, "venv/bin/python")
 }
 
 /// Path of the test model, when installed.
 pub fn llm_model_path() -> PathBuf {
-    std::env::var_os(EnvVars::BCB_LLM_MODEL)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os(EnvVars::HOME)
-                .map(PathBuf::from)
-                .unwrap_or_default()
-                .join(".cache/bcb/test-llm/model.gguf")
-        })
+    var_or_test_llm(EnvVars::BCB_LLM_MODEL, "model.gguf")
+}
+
+/// The path in `var`, else `file` in `~/.cache/bcb/test-llm` (where `.ci/setup-llm.sh` puts it).
+fn var_or_test_llm(var: &str, file: &str) -> PathBuf {
+    std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os(EnvVars::HOME)
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".cache/bcb/test-llm")
+            .join(file)
+    })
 }
