@@ -27,6 +27,34 @@ fn one_worker(python: std::path::PathBuf, max_in_flight: usize) -> ExecConfig {
     }
 }
 
+/// The real eval interpreter, and the three tasks (`only` these, when given) with default
+/// settings and their ground-truth cache in a fresh dir; `None` (test skipped) without Python.
+struct Setup {
+    python: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    ds: Arc<bcb_dataset::Dataset>,
+    settings: bcb_eval::Settings,
+    cache: GtCache,
+}
+
+fn setup(only: Option<&str>) -> Option<Setup> {
+    let python = bcb_testkit::python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ds = common::dataset(dir.path());
+    if let Some(id) = only {
+        ds.retain_ids(&[id.to_string()]).unwrap();
+    }
+    let settings = common::settings();
+    let cache = GtCache::new(dir.path(), &ds, &settings);
+    Some(Setup {
+        python,
+        _dir: dir,
+        ds: Arc::new(ds),
+        settings,
+        cache,
+    })
+}
+
 /// A sample of `task` that sleeps `secs` at import, then passes.
 fn sleeper(task: usize, tag: usize, secs: f64) -> SubmitSample {
     SubmitSample {
@@ -39,13 +67,9 @@ fn sleeper(task: usize, tag: usize, secs: f64) -> SubmitSample {
 
 #[test]
 fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
-    let Some(python) = bcb_testkit::python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let ds = Arc::new(common::dataset(dir.path()));
-    let settings = common::settings();
-    let cache = GtCache::new(dir.path(), &ds, &settings);
+    let Some(s) = setup(None) else { return };
+    // `s` keeps the dir alive to the end of the test.
+    let (python, ds, settings, cache) = (s.python, s.ds, s.settings, s.cache);
     // One worker and nothing beside it, so the order of jobs is the order they were taken.
     let pool = Arc::new(PoolExecutor::new(one_worker(python, 1)).unwrap());
     let executor: Arc<dyn Executor> = pool.clone();
@@ -127,13 +151,9 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
 /// a ground truth, and with none when there was no ground truth to run.
 #[test]
 fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
-    let Some(python) = bcb_testkit::python() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let ds = Arc::new(common::dataset(dir.path()));
-    let settings = common::settings();
-    let cache = GtCache::new(dir.path(), &ds, &settings);
+    let Some(s) = setup(None) else { return };
+    // `s` keeps the dir alive to the end of the test.
+    let (python, ds, settings, cache) = (s.python, s.ds, s.settings, s.cache);
     let pool = Arc::new(PoolExecutor::new(one_worker(python.clone(), 3)).unwrap());
     let start = |pool: &Arc<PoolExecutor>, gt: GtMode| {
         let executor: Arc<dyn Executor> = pool.clone();
@@ -188,14 +208,11 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
 /// 7.5 s instead of 2.6 s.)
 #[test]
 fn a_batch_run_warms_no_overlap_slot_it_does_not_use() {
-    let Some(python) = bcb_testkit::python() else {
+    let Some(s) = setup(Some("BigCodeBench/0")) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let mut ds = common::dataset(dir.path());
-    ds.retain_ids(&["BigCodeBench/0".to_string()]).unwrap();
-    let settings = common::settings();
-    let cache = GtCache::new(dir.path(), &ds, &settings);
+    // `s` keeps the dir alive to the end of the test.
+    let (python, ds, settings, cache) = (s.python, s.ds, s.settings, s.cache);
     let pool = PoolExecutor::new(one_worker(python, 3)).unwrap();
     let gt = Session::new(&ds, &pool, &settings, Vec::new())
         .ground_truth(&cache, false)
