@@ -18,6 +18,20 @@ fn lines(path: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The first three tasks of the hard instruct split from `model` at `url`, `concurrency` at once.
+fn three_tasks(
+    backend: Backend,
+    model: &str,
+    url: String,
+    root: &std::path::Path,
+    concurrency: usize,
+) -> bcb_generate::GenerateOptions {
+    let mut o = common::hard_instruct(backend, model, url, root);
+    o.id_range = Some((0, 3));
+    o.concurrency = Some(concurrency);
+    o
+}
+
 #[test]
 fn retryable_faults_are_retried_and_the_run_completes() {
     std::env::set_var("BCB_RETRY_MIN_DELAY_MS", "20");
@@ -74,9 +88,7 @@ fn unauthorized_stops_the_run_at_once_and_keeps_written_samples() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::hard_instruct(Backend::Anthropic, "claude-x", stub.url(), dir.path());
-    o.id_range = Some((0, 3));
-    o.concurrency = Some(1);
+    let mut o = three_tasks(Backend::Anthropic, "claude-x", stub.url(), dir.path(), 1);
     // First run: 3 tasks written.
     let first = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert_eq!(first.written, 3);
@@ -120,9 +132,7 @@ fn request_rate_limit_spaces_requests() {
     let ds = common::dataset(Subset::Hard);
     let stub = TestServer::stub(common::canned());
     let dir = tempfile::tempdir().unwrap();
-    let mut o = common::hard_instruct(Backend::OpenAi, "gpt-4o", stub.v1_url(), dir.path());
-    o.id_range = Some((0, 3));
-    o.concurrency = Some(8);
+    let mut o = three_tasks(Backend::OpenAi, "gpt-4o", stub.v1_url(), dir.path(), 8);
     o.requests_per_minute = Some(120); // one every 0.5 s after the first
     let t0 = Instant::now();
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
