@@ -35,29 +35,33 @@ fn run_to(
     out
 }
 
+/// The hard subset, a fresh output dir, and a run of `gemma-test` at `base` over its first
+/// three tasks, two samples each.
 fn opts(
     backend: Backend,
     split: Split,
     base: String,
-    root: &std::path::Path,
-) -> bcb_generate::GenerateOptions {
-    let mut o = common::quick_opts(backend, "gemma-test", split, Subset::Hard, base, root);
+) -> (
+    bcb_dataset::Dataset,
+    tempfile::TempDir,
+    bcb_generate::GenerateOptions,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = common::quick_opts(backend, "gemma-test", split, Subset::Hard, base, dir.path());
     o.id_range = Some((0, 3));
     o.n_samples = 2;
     o.temperature = Temperature::parse("0.8").unwrap();
     o.max_tokens = 32;
     o.seed = Some(1);
     o.concurrency = Some(2);
-    o
+    (common::dataset(Subset::Hard), dir, o)
 }
 
 #[test]
 fn llama_server_openai_chat_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
-    let ds = common::dataset(Subset::Hard);
-    let dir = tempfile::tempdir().unwrap();
     let v1 = format!("{}/v1", server.base_url());
-    let o = opts(Backend::OpenAi, Split::Instruct, v1, dir.path());
+    let (ds, _dir, o) = opts(Backend::OpenAi, Split::Instruct, v1);
     let out = run_to(
         &o,
         &ds,
@@ -71,10 +75,8 @@ fn llama_server_openai_chat_three_hard_tasks_two_samples() {
 #[test]
 fn llama_server_openai_completions_direct_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
-    let ds = common::dataset(Subset::Hard);
-    let dir = tempfile::tempdir().unwrap();
     let v1 = format!("{}/v1", server.base_url());
-    let mut o = opts(Backend::OpenAi, Split::Complete, v1, dir.path());
+    let (ds, _dir, mut o) = opts(Backend::OpenAi, Split::Complete, v1);
     o.direct_completion = true;
     let out = run_to(
         &o,
@@ -92,14 +94,7 @@ fn llama_server_openai_completions_direct_three_hard_tasks_two_samples() {
 #[test]
 fn llama_server_anthropic_messages_three_hard_tasks_two_samples() {
     let Some(server) = llm_server(2) else { return };
-    let ds = common::dataset(Subset::Hard);
-    let dir = tempfile::tempdir().unwrap();
-    let o = opts(
-        Backend::Anthropic,
-        Split::Instruct,
-        server.base_url(),
-        dir.path(),
-    );
+    let (ds, _dir, o) = opts(Backend::Anthropic, Split::Instruct, server.base_url());
     let out = run_to(
         &o,
         &ds,
@@ -125,9 +120,7 @@ fn llama_server_behind_fault_proxy_completes_with_retries() {
             retry_after: None,
         },
     ]);
-    let ds = common::dataset(Subset::Hard);
-    let dir = tempfile::tempdir().unwrap();
-    let mut o = opts(Backend::OpenAi, Split::Instruct, proxy.v1_url(), dir.path());
+    let (ds, _dir, mut o) = opts(Backend::OpenAi, Split::Instruct, proxy.v1_url());
     o.concurrency = Some(1);
     let out = bcb_generate::run_codegen(&o, &ds).unwrap();
     assert!(out.is_complete(), "{}", out.summary());
