@@ -3,7 +3,6 @@
 #![allow(dead_code, clippy::print_stderr)] // a skipped test says why on stderr
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub fn require(what: &str) {
@@ -15,18 +14,8 @@ pub fn require(what: &str) {
     eprintln!("skipping: {what} not found");
 }
 
-/// The text of a gzipped file.
-pub fn read_gz(path: &Path) -> String {
-    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&raw[..])
-        .read_to_string(&mut text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text
-}
-
 pub fn gz_lines(path: &Path) -> Vec<serde_json::Value> {
-    read_gz(path)
+    super::answers::read_gz(path)
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("JSON row"))
