@@ -443,6 +443,7 @@ fn pods_ask_for_the_least_privilege_the_sandbox_needs() {
             "mount",
             "pivot_root",
             "sethostname",
+            "setns",
             "umount2",
             "unshare"
         ])

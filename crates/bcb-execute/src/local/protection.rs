@@ -241,13 +241,15 @@ impl Isolation {
         let mut out = vec![
             p(
                 ProtectionKind::UnprivilegedSample,
-                iso.uid_switch || iso.userns || !root,
+                iso.uid_switch || !root,
                 if iso.uid_switch {
                     "host root: the sample runs as uid/gid 65534"
-                } else if iso.userns {
+                } else if iso.userns && !root {
                     "user namespace: uid 0 inside maps to the invoking unprivileged user"
                 } else if !root {
                     "bcb runs unprivileged: the sample has the invoking user's uid"
+                } else if iso.userns {
+                    "fallback: root's own uid through a user namespace (root without CAP_SYS_ADMIN, as in a container: uid 65534 is not mapped there), every capability dropped; run bcb as a non-root user"
                 } else {
                     "fallback: root with every capability dropped (uid 65534 cannot reach the eval env; install it outside a private home)"
                 },

@@ -190,8 +190,10 @@ pub fn host_isolation() -> Isolation {
         }
         iso.dropcaps = root || userns;
         // With a mount namespace the sample's view binds the eval env at traversable paths;
-        // without one, [`Isolation::for_python`] decides whether uid 65534 could run it.
-        iso.uid_switch = root;
+        // without one, [`Isolation::for_python`] decides whether uid 65534 could run it. Not in
+        // a user namespace of root's own (root without CAP_SYS_ADMIN: a container): only uid 0
+        // is mapped there and setgroups is denied, so the switch would fail every sample.
+        iso.uid_switch = root && !userns;
         // Without namespaces, Landlock and seccomp stand in for the mount and net namespaces.
         iso.landlock = !iso.mountns && landlock_abi() >= 1;
         iso.seccomp_net = !iso.netns && Path::new("/proc/sys/kernel/seccomp").exists();
