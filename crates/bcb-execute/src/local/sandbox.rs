@@ -84,6 +84,10 @@ fn probe_in_child(f: impl FnOnce() -> bool) -> bool {
     }
 }
 
+/// Whether a sample's namespaces can be made here: every call the harness makes for them
+/// (unshare, a private mount tree and a tmpfs, a host name, entering the PID namespace by
+/// `setns`), so that a seccomp profile refusing one of them (a container's) reports the
+/// fallback instead of namespaces whose samples would all die at start.
 fn try_namespaces(with_user: bool) -> bool {
     probe_in_child(|| unsafe {
         let mut flags = libc::CLONE_NEWNS
@@ -94,6 +98,10 @@ fn try_namespaces(with_user: bool) -> bool {
         if with_user {
             flags |= libc::CLONE_NEWUSER;
         }
+        let pidns = libc::open(
+            c"/proc/self/ns/pid".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
         if libc::unshare(flags) != 0 {
             return false;
         }
@@ -110,13 +118,22 @@ fn try_namespaces(with_user: bool) -> bool {
         {
             return false;
         }
-        libc::mount(
+        if libc::mount(
             tmpfs.as_ptr(),
             tmp.as_ptr(),
             tmpfs.as_ptr(),
             0,
             std::ptr::null(),
-        ) == 0
+        ) != 0
+        {
+            return false;
+        }
+        let host = c"bcb-probe";
+        if libc::sethostname(host.as_ptr(), host.count_bytes()) != 0 {
+            return false;
+        }
+        // Back into the PID namespace it started in, as a slot does after each fork.
+        pidns >= 0 && libc::setns(pidns, libc::CLONE_NEWPID) == 0
     })
 }
 
