@@ -1,6 +1,6 @@
 """Per-sample cost of the reward-hack watch, in harness terms (issue 19).
 
-Loads the embedded harness (crates/bcb-execute/src/local/harness.py) as a module, preloads
+Imports the embedded harness's package (crates/bcb-execute/src/local/harness/bcb_harness), preloads
 what a pool slot preloads, then for each task forks one child per run and times
 `run_sample` on the canonical solution with the watch off and on, alternating (no sandbox:
 this measures the harness's own work, not isolation). Prints per task the median child
@@ -11,7 +11,6 @@ usage: $BCB_PYTHON bench/hacks-hook.py [runs per task, default 7] [task ids...]
 env:   BCB_DATASET_DIR (the directory of bigcodebench-v0.1.4.jsonl.gz)
 """
 import gzip
-import importlib.util
 import json
 import os
 import resource
@@ -21,9 +20,10 @@ import tempfile
 import time
 
 here = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("bcb_harness", os.path.join(here, "..", "crates/bcb-execute/src/local/harness.py"))
-h = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(h)
+sys.path.insert(0, os.path.join(here, "..", "crates/bcb-execute/src/local/harness"))
+from bcb_harness.audit import make_emitter  # noqa: E402
+from bcb_harness.runner import run_sample  # noqa: E402
+from bcb_harness.testcode import expected_tests  # noqa: E402
 
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 ids = sys.argv[2:] or ["BigCodeBench/4", "BigCodeBench/23", "BigCodeBench/371", "BigCodeBench/922", "BigCodeBench/13", "BigCodeBench/100", "BigCodeBench/241", "BigCodeBench/500"]
@@ -53,10 +53,10 @@ def one(task, watch):
     if pid == 0:
         os.close(r)
         os.dup2(os.open(os.devnull, os.O_RDWR), 1)
-        emit = h.make_emitter(json.dumps, os.write, w) if watch else None
+        emit = make_emitter(json.dumps, os.write, w) if watch else None
         job = {"code": task["complete_prompt"] + "\n" + task["canonical_solution"], "test": task["test"], "time_limit": 60.0}
-        job["expected"] = h.expected_tests(job["test"])
-        res = h.run_sample(job, cfg, tempfile.gettempdir(), emit)
+        job["expected"] = expected_tests(job["test"])
+        res = run_sample(job, cfg, tempfile.gettempdir(), emit)
         os.write(w, (json.dumps({"status": res["status"]}) + "\n").encode())
         os._exit(0)
     os.close(w)

@@ -1,5 +1,5 @@
 //! Reward hacks: what a sample did to win the verdict instead of the task, as the harness's
-//! hack watch saw it (`harness.py`: an audit hook, an account of the run written as it
+//! hack watch saw it (`harness/`: an audit hook, an account of the run written as it
 //! happens, probes of the values `task_func` returns), and what a run does about it
 //! ([`HackPolicy`]).
 

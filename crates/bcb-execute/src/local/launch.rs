@@ -6,16 +6,73 @@ use bcb_envvars::EnvVars;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub(crate) const HARNESS: &str = include_str!("harness.py");
+/// `(path, text)` of each file of `harness/`, embedded from there.
+macro_rules! harness_files {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("harness/", $path)))),*]
+    };
+}
 
-/// Short digest of the embedded harness: verdict caches are only valid for the same one.
+/// The embedded harness, one `(path, text)` per file as a session writes it into its work
+/// root: the entry script (`python -I` runs it; `ps` shows its name) and its package (see
+/// `harness/bcb_harness/__init__.py`). The one list of its files (a test checks it against
+/// `harness/`).
+pub(crate) const HARNESS: &[(&str, &str)] = harness_files![
+    "bcb_harness.py",
+    "bcb_harness/__init__.py",
+    "bcb_harness/account.py",
+    "bcb_harness/audit.py",
+    "bcb_harness/channel.py",
+    "bcb_harness/child.py",
+    "bcb_harness/clock.py",
+    "bcb_harness/freezer.py",
+    "bcb_harness/guard.py",
+    "bcb_harness/integrity.py",
+    "bcb_harness/isolate.py",
+    "bcb_harness/kernel.py",
+    "bcb_harness/reap.py",
+    "bcb_harness/recorder.py",
+    "bcb_harness/rootfs.py",
+    "bcb_harness/runner.py",
+    "bcb_harness/script.py",
+    "bcb_harness/slot.py",
+    "bcb_harness/supervisor.py",
+    "bcb_harness/testcode.py",
+    "bcb_harness/watch.py",
+    "bcb_harness/zygote.py",
+];
+
+/// The harness's entry script, relative to the work root.
+const HARNESS_ENTRY: &str = "bcb_harness.py";
+
+/// Writes the harness into `root`; returns the path of its entry script.
+pub(crate) fn write_harness(root: &Path) -> std::io::Result<PathBuf> {
+    for (rel, text) in HARNESS {
+        let path = root.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, text)?;
+    }
+    Ok(root.join(HARNESS_ENTRY))
+}
+
+/// Short digest of the embedded harness (every file, with its path): verdict caches are only
+/// valid for the same one.
 pub(crate) fn harness_digest() -> String {
-    crate::program_digest(HARNESS)
+    let mut all = String::new();
+    for (rel, text) in HARNESS {
+        all.push_str(rel);
+        all.push('\0');
+        all.push_str(text);
+        all.push('\0');
+    }
+    crate::program_digest(&all)
 }
 
 /// Modules a pool slot imports once (thread counts are forced to 1 by the environment first).
@@ -191,4 +248,51 @@ pub(crate) fn stderr_text(tail: &Mutex<VecDeque<u8>>) -> String {
     let mut s = String::from_utf8_lossy(a).into_owned();
     s.push_str(&String::from_utf8_lossy(b));
     s.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `.py` file under `harness/` is embedded (a module left out would fail only at a
+    /// slot's start), and each stays a module of one job (at most 600 lines).
+    #[test]
+    fn the_harness_list_is_every_file_of_harness_dir() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/local/harness");
+        let mut on_disk = Vec::new();
+        let mut todo = vec![dir.clone()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if p.file_name().is_some_and(|n| n != "__pycache__") {
+                        todo.push(p);
+                    }
+                } else if p.extension().is_some_and(|x| x == "py") {
+                    on_disk.push(p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        on_disk.sort();
+        let mut listed: Vec<String> = HARNESS.iter().map(|(p, _)| p.to_string()).collect();
+        listed.sort();
+        assert_eq!(listed, on_disk);
+        for (path, text) in HARNESS {
+            let n = text.lines().count();
+            assert!(n <= 600, "{path}: {n} lines");
+        }
+    }
+
+    #[test]
+    fn the_harness_is_written_as_listed() {
+        let root = tempfile::tempdir().unwrap();
+        let entry = write_harness(root.path()).unwrap();
+        assert_eq!(entry, root.path().join("bcb_harness.py"));
+        for (rel, text) in HARNESS {
+            assert_eq!(
+                std::fs::read_to_string(root.path().join(rel)).unwrap(),
+                *text
+            );
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! The local backend: samples run on this machine under the Python harness (`harness.py`,
+//! The local backend: samples run on this machine under the Python harness (`harness/`,
 //! embedded), in a sandbox per sample. [`ProcessExecutor`] starts a fresh interpreter per
 //! sample; [`PoolExecutor`] keeps pre-warmed interpreters and forks one child per sample.
 //! [`env`] manages the Python evaluation environment those interpreters come from.

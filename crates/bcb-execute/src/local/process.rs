@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use super::cgroups::SlotCgroups;
 use super::freeze::Seat;
-use super::launch::{sample_env, HARNESS};
+use super::launch::{sample_env, write_harness};
 use super::sandbox::{host_isolation, Isolation};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{Slot, SlotSpec};
@@ -23,6 +23,8 @@ pub(crate) struct Base {
     pub iso: Isolation,
     pub env: Vec<(String, String)>,
     root: tempfile::TempDir,
+    /// The harness's entry script, written into `root` (`python -I` runs it).
+    harness: PathBuf,
 }
 
 fn mplconfig_dir() -> PathBuf {
@@ -68,13 +70,13 @@ impl Base {
         });
         let env = sample_env(&cfg.python, &mpl);
         warm_matplotlib_cache(&cfg.python, &env, &mpl)?;
-        std::fs::write(root.path().join("bcb_harness.py"), HARNESS)
-            .context("cannot write the execution harness")?;
+        let harness = write_harness(root.path()).context("cannot write the execution harness")?;
         Ok(Base {
             cfg,
             iso,
             env,
             root,
+            harness,
         })
     }
 
@@ -99,9 +101,9 @@ impl Base {
         Admission::new(self.cfg.parallel, max, self.cfg.limits.memory_mb)
     }
 
-    /// The harness on disk (`python -I` runs it).
+    /// The harness's entry script on disk (`python -I` runs it).
     pub fn harness(&self) -> PathBuf {
-        self.root.path().join("bcb_harness.py")
+        self.harness.clone()
     }
 
     /// The private work root (a slot's own dir is under it).

@@ -36,7 +36,7 @@ pub(crate) struct SlotSpec {
     pub cpu: Option<PathBuf>,
     pub workroot: PathBuf,
     pub one_shot: bool,
-    /// HARNESS written to disk (keeps `ps` readable).
+    /// The harness's entry script on disk (keeps `ps` readable).
     pub harness: PathBuf,
 }
 
@@ -381,7 +381,7 @@ impl Slot {
 
 impl Slot {
     /// Waits until the slot is ready for its next job. A result can come before the sample's
-    /// exit is cleaned up (see harness.py, `run_job`); a worker that took another job meanwhile
+    /// exit is cleaned up (see the harness's `supervisor.py`, `run_job`); a worker that took another job meanwhile
     /// would make it wait behind that cleanup while another slot sat idle. False when the slot
     /// died or hung (it has been killed).
     pub fn settle(&mut self) -> bool {
@@ -408,8 +408,8 @@ impl Slot {
     }
 }
 
-/// A slot's cleanup after a result: killing leftovers takes at most a few seconds (harness.py
-/// `REAP_SECS`), forking the next process far less.
+/// A slot's cleanup after a result: killing leftovers takes at most a few seconds (the harness's
+/// `reap.py`, `REAP_SECS`), forking the next process far less.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Drop for Slot {

@@ -42,25 +42,33 @@ fn details_of(report: &Report) -> Details {
     d
 }
 
-/// Tracebacks through the harness's wrappers name its file in a per-run temporary directory;
-/// that directory is cut so the same sample gives the same details in every run.
+/// Tracebacks through the harness's wrappers name its files in a per-run temporary directory
+/// (`<root>/bcb_harness.py`, `<root>/bcb_harness/<module>.py`); that directory is cut so the
+/// same sample gives the same details in every run.
 fn stable_harness_path(trace: &str) -> String {
-    const FILE: &str = "bcb_harness.py\"";
+    const OPEN: &str = "File \"";
     let mut out = String::with_capacity(trace.len());
     let mut rest = trace;
-    while let Some(end) = rest.find(FILE) {
-        let head = &rest[..end];
-        match head.rfind("File \"") {
-            Some(open) => {
-                out.push_str(&head[..open + "File \"".len()]);
-                out.push_str(FILE);
-            }
-            None => {
-                out.push_str(head);
-                out.push_str(FILE);
-            }
+    while let Some(open) = rest.find(OPEN) {
+        let (head, tail) = rest.split_at(open + OPEN.len());
+        out.push_str(head);
+        rest = tail;
+        // The quoted path, on this line.
+        let Some(end) = rest
+            .find(['"', '\n'])
+            .filter(|&e| rest[e..].starts_with('"'))
+        else {
+            continue;
+        };
+        let path = &rest[..end];
+        let Some(cut) = path.rfind("/bcb_harness") else {
+            continue;
+        };
+        let file = &path[cut + 1..];
+        if file == "bcb_harness.py" || file.starts_with("bcb_harness/") {
+            out.push_str(file);
+            rest = &rest[end..];
         }
-        rest = &rest[end + FILE.len()..];
     }
     out.push_str(rest);
     out
@@ -336,5 +344,18 @@ mod tests {
             "  File \"__test__.py\", line 50, in task_func\n  File \"bcb_harness.py\", line 529, in patched\n"
         );
         assert_eq!(super::stable_harness_path("no harness"), "no harness");
+        let t = "  File \"/tmp/bcb-exec-Ohtjq0/bcb_harness/guard.py\", line 9, in patched\n  File \"/usr/lib/python3.11/subprocess.py\", line 1, in run\n";
+        assert_eq!(
+            super::stable_harness_path(t),
+            "  File \"bcb_harness/guard.py\", line 9, in patched\n  File \"/usr/lib/python3.11/subprocess.py\", line 1, in run\n"
+        );
+        // Only a quoted path of the harness's own files is cut.
+        for same in [
+            "  File \"/home/u/bcb_harness_notes.py\", line 1, in f\n",
+            "  File \"/tmp/x/bcb_harness.py, line 1 (no closing quote)\n  File \"y\"",
+            "see /tmp/x/bcb_harness.py\" here",
+        ] {
+            assert_eq!(super::stable_harness_path(same), same);
+        }
     }
 }

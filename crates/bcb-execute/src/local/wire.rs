@@ -1,7 +1,7 @@
-//! The protocol between a slot (Rust) and its harness process (`harness.py`), as serde types.
+//! The protocol between a slot (Rust) and its harness process (`harness/`), as serde types.
 //! Control pipe (fd 3, JSON lines to the harness): one [`SlotConfig`], then [`JobRequest`]s or
 //! [`Control`] ops (exit, and the governor's freeze, thaw and credit). Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
-//! `harness.py`'s header lists the same fields; change both together.
+//! The harness package's `__init__.py` lists the same fields; change both together.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -218,7 +218,7 @@ impl Report {
 mod tests {
     use super::Control;
 
-    /// The lines `harness.py` reads (`Freezer.op`, the main loop's exit).
+    /// The lines the harness reads (`freezer.py`'s `Freezer.op`, `slot.py`'s exit).
     #[test]
     fn control_ops_are_the_lines_the_harness_reads() {
         assert_eq!(Control::Exit.line(), "{\"op\":\"exit\"}\n");

@@ -1,4 +1,4 @@
-//! The pool's zygote (`harness.py --zygote`): one warm interpreter per pool session that never
+//! The pool's zygote (`bcb_harness.py --zygote`): one warm interpreter per pool session that never
 //! runs a sample and forks each warm slot on request. A slot then starts in milliseconds
 //! instead of a second or more of imports, and the slots share the imported pages instead of
 //! holding a copy each. The slot is the zygote's child: we hold a pidfd for it, the zygote

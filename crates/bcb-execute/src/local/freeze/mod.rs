@@ -16,7 +16,7 @@
 //! test's fixed sleep).
 //! What an extra loses waiting for a core is credited to its clock every interval (its
 //! threads' wait over their wait plus run, from `/proc/TID/schedstat`): its supervisor moves
-//! its kill deadline and the in-sample alarm by that time (`harness.py`, op `credit`), and
+//! its kill deadline and the in-sample alarm by that time (the harness's `freezer.py`, op `credit`), and
 //! the slot's own watchdog here does the same, so a verdict does not depend on what ran
 //! beside it. The kernel adds a wait to `schedstat` only once the thread gets its CPU, so
 //! an extra at the lowest weight that stays runnable yet uses almost nothing is starved:

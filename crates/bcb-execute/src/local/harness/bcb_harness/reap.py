@@ -1,0 +1,121 @@
+"""After a sample: killing what it left (its group, its cgroups, descendants that escaped
+the group), reaping, and what it cost (CPU time before the reap, OOM kills)."""
+
+import os
+import signal
+import time
+
+
+def list_descendants(root):
+    """Pids whose parent chain leads to `root` (we are a subreaper, so orphans come back here)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, stack = [], [root]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            out.append(c)
+            stack.append(c)
+    return out
+
+
+# How long killed processes get to finish exiting: a fork bomb's thousands of SIGKILLed
+# children need CPU time to go, which a loaded machine hands out slowly; leaving before they
+# are gone would hand them to init when the slot exits.
+REAP_SECS = 5.0
+
+
+def kill_cgroups(paths):
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
+        alive = False
+        for path in paths:
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as f:
+                    pids = [int(p) for p in f.read().split()]
+            except OSError:
+                continue
+            for p in pids:
+                alive = True
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not alive:
+            return
+        time.sleep(0.01)
+
+
+def reap_all():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def cleanup_after(pid, cfg):
+    """Kill the sample's group and cgroups (the child itself is an unreaped zombie here)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    kill_cgroups(cfg.get("cgroups") or [])
+
+
+def kill_orphans():
+    """Kill descendants that escaped the group (setsid); as subreaper they are ours."""
+    deadline = time.time() + REAP_SECS
+    while time.time() < deadline:
+        rest = list_descendants(os.getpid())
+        if not rest:
+            break
+        for p in rest:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        reap_all()
+        time.sleep(0.005)
+
+
+def cgroup_oom_kills(cfg):
+    for path in cfg.get("cgroups") or []:
+        try:
+            with open(os.path.join(path, "memory.oom_control")) as f:
+                for line in f:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+    return None
+
+
+def live_cpu(pid):
+    """User + system CPU of a child that has not been reaped: its threads' run time (ns, from
+    schedstat) and the children it waited for (clock ticks). None when /proc cannot tell."""
+    try:
+        total = 0
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        children = int(fields[13]) + int(fields[14])
+        return total / 1e9 + children / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
