@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Child;
@@ -18,7 +18,9 @@ use super::freeze::{Freezable, Seat, FREEZE_BUDGET};
 use super::launch::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
 use super::sandbox::Isolation;
 use super::schedule::note_spawner;
-use super::wire::{Control, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript};
+use super::wire::{
+    Control, ControlPipe, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript,
+};
 use super::zygote::{ForkedSlot, Zygote};
 use crate::{ExecConfig, Job};
 
@@ -47,8 +49,8 @@ enum Incoming {
 
 pub(crate) struct Slot {
     process: SlotProcess,
-    /// Shared with the governor, which writes freeze/thaw ops (single atomic lines).
-    ctrl: Arc<File>,
+    /// Shared with the governor, which writes freeze/thaw ops.
+    ctrl: Arc<ControlPipe>,
     freezer: Option<PathBuf>,
     cpu: Option<PathBuf>,
     events: Receiver<Incoming>,
@@ -187,7 +189,7 @@ impl Slot {
         });
         let mut slot = Slot {
             process,
-            ctrl: Arc::new(File::from(job_w)),
+            ctrl: Arc::new(ControlPipe::new(File::from(job_w))),
             freezer: spec.freezer.clone(),
             cpu: spec.cpu.clone(),
             events: rx,
@@ -270,8 +272,8 @@ impl Slot {
     fn send<T: Serialize>(&mut self, v: &T) -> Result<()> {
         let mut line = serde_json::to_vec(v)?;
         line.push(b'\n');
-        (&*self.ctrl)
-            .write_all(&line)
+        self.ctrl
+            .write_line(&line)
             .context("harness control pipe")?;
         Ok(())
     }

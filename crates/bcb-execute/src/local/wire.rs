@@ -4,7 +4,10 @@
 //! The harness package's `__init__.py` lists the same fields; change both together.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, TryLockError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -214,9 +217,40 @@ impl Report {
     }
 }
 
+/// The write end of a harness's control pipe, shared by its slot (jobs) and the governor
+/// (freeze, thaw and credit ops). A job's line is larger than one pipe write is atomic
+/// (`PIPE_BUF`, 4 KiB), so each line goes out under one lock: an op written while a job is
+/// written never lands inside the job's JSON (which made the harness drop the job and exit).
+pub(crate) struct ControlPipe(Mutex<File>);
+
+impl ControlPipe {
+    pub fn new(file: File) -> ControlPipe {
+        ControlPipe(Mutex::new(file))
+    }
+
+    /// Writes a whole line (a job), waiting for an op being written.
+    pub fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
+        let file = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (&*file).write_all(line)
+    }
+
+    /// Writes an op's line unless a job is being written (false: not delivered; the governor
+    /// never waits on a harness that is slow to read its job).
+    pub fn try_write_line(&self, line: &[u8]) -> bool {
+        let file = match self.0.try_lock() {
+            Ok(f) => f,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        (&*file).write_all(line).is_ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Control;
+    use super::{Control, ControlPipe};
+    use std::fs::File;
+    use std::io::Write as _;
 
     /// The lines the harness reads (`freezer.py`'s `Freezer.op`, `slot.py`'s exit).
     #[test]
@@ -234,5 +268,79 @@ mod tests {
             Control::Credit { key: 3, secs: 0.25 }.line(),
             "{\"op\":\"credit\",\"key\":3,\"secs\":0.25}\n"
         );
+    }
+
+    type Write = Box<dyn Fn(&[u8]) + Send>;
+
+    /// One thread writes a 300-KB job while another writes an op every millisecond, into a
+    /// pipe read slowly (a harness busy reading); returns the lines read.
+    fn lines_received(writers: impl FnOnce(std::io::PipeWriter) -> (Write, Write)) -> Vec<Vec<u8>> {
+        use std::io::Read;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let (write_job, write_op) = writers(writer);
+        let job_done = AtomicBool::new(false);
+        let mut got = Vec::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut job = vec![b'x'; 300_000];
+                job.push(b'\n');
+                write_job(&job);
+                drop(write_job);
+                job_done.store(true, Ordering::SeqCst);
+            });
+            s.spawn(|| {
+                while !job_done.load(Ordering::SeqCst) {
+                    write_op(b"{\"op\":\"thaw\",\"key\":0}\n");
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                drop(write_op);
+            });
+            let mut chunk = [0u8; 4096];
+            loop {
+                match reader.read(&mut chunk).unwrap() {
+                    0 => break,
+                    n => got.extend_from_slice(&chunk[..n]),
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        got.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect()
+    }
+
+    fn job_torn(lines: &[Vec<u8>]) -> bool {
+        lines
+            .iter()
+            .any(|l| l.contains(&b'x') && l.len() != 300_000)
+    }
+
+    /// A job's line is longer than a pipe write is atomic: an op written by the governor
+    /// meanwhile lands inside it unless both go through the pipe's lock. Control: the same
+    /// writes straight to the file tear the job.
+    #[test]
+    fn an_op_written_during_a_job_never_lands_inside_it() {
+        let locked = lines_received(|w| {
+            let pipe =
+                std::sync::Arc::new(ControlPipe::new(File::from(std::os::fd::OwnedFd::from(w))));
+            let ops = pipe.clone();
+            (
+                Box::new(move |l: &[u8]| pipe.write_line(l).unwrap()),
+                Box::new(move |l: &[u8]| {
+                    ops.try_write_line(l);
+                }),
+            )
+        });
+        assert!(!job_torn(&locked), "the job arrived whole");
+        assert!(locked.iter().any(|l| l.len() == 300_000));
+
+        let raw = lines_received(|w| {
+            let job = File::from(std::os::fd::OwnedFd::from(w));
+            let op = job.try_clone().unwrap();
+            (
+                Box::new(move |l: &[u8]| (&job).write_all(l).unwrap()),
+                Box::new(move |l: &[u8]| (&op).write_all(l).unwrap()),
+            )
+        });
+        assert!(job_torn(&raw), "control: unlocked ops tear the job");
     }
 }

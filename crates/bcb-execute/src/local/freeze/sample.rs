@@ -2,8 +2,6 @@
 //! pipe, its CPU weight, and the clock of the time it was held (frozen or credited), within
 //! [`FREEZE_BUDGET`].
 
-use std::fs::File;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,7 +11,7 @@ use super::weights::{next_weight, Seen, Weighing, PRIMARY_CPU_SHARES};
 use super::FREEZE_BUDGET;
 use crate::local::cgroups::thaw_cgroup;
 use crate::local::procfs::{cgroup_cpu_ticks, thread_times, ThreadTimes};
-use crate::local::wire::Control;
+use crate::local::wire::{Control, ControlPipe};
 
 #[derive(Default)]
 struct Clock {
@@ -55,14 +53,19 @@ pub(crate) struct Freezable {
     computes: AtomicBool,
     /// The supervisor's control pipe; `None`: a slot warming up inside the cgroup, frozen
     /// directly (its supervisor is frozen with it).
-    ctrl: Option<Arc<File>>,
+    ctrl: Option<Arc<ControlPipe>>,
     /// The job's key on the wire: the supervisor ignores ops for any other job.
     key: u64,
     clock: Mutex<Clock>,
 }
 
 impl Freezable {
-    pub fn new(cgroup: PathBuf, cpu: Option<PathBuf>, ctrl: Arc<File>, key: u64) -> Freezable {
+    pub fn new(
+        cgroup: PathBuf,
+        cpu: Option<PathBuf>,
+        ctrl: Arc<ControlPipe>,
+        key: u64,
+    ) -> Freezable {
         Freezable {
             cgroup,
             cpu,
@@ -93,7 +96,7 @@ impl Freezable {
     /// freezer state itself; false when it could not be delivered.
     pub(super) fn send(&self, op: Control) -> bool {
         match &self.ctrl {
-            Some(ctrl) => (&**ctrl).write_all(op.line().as_bytes()).is_ok(),
+            Some(ctrl) => ctrl.try_write_line(op.line().as_bytes()),
             None => {
                 let state = match op {
                     Control::Freeze { .. } => "FROZEN",
@@ -274,7 +277,9 @@ mod tests {
         let f = Freezable::new(
             dir.path().to_path_buf(),
             None,
-            Arc::new(File::from(std::os::fd::OwnedFd::from(w))),
+            Arc::new(ControlPipe::new(std::fs::File::from(
+                std::os::fd::OwnedFd::from(w),
+            ))),
             0,
         );
         f.freeze();
