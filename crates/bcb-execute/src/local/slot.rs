@@ -20,6 +20,7 @@ use super::sandbox::Isolation;
 use super::schedule::note_spawner;
 use super::wire::{
     Control, ControlPipe, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript,
+    WIRE_VERSION,
 };
 use super::zygote::{ForkedSlot, Zygote};
 use crate::{ExecConfig, Job};
@@ -201,6 +202,7 @@ impl Slot {
         };
         let limits = &spec.cfg.limits;
         let config = SlotConfig {
+            protocol: WIRE_VERSION,
             isolation: &spec.iso,
             limits: WireLimits {
                 limits,

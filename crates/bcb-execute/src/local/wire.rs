@@ -15,9 +15,15 @@ use serde_json::{Map, Value};
 use super::sandbox::Isolation;
 use crate::Limits;
 
+/// The protocol's version, sent first in [`SlotConfig`]; the harness package's `PROTOCOL`
+/// (its `__init__.py`) must equal it, or the harness refuses the config.
+pub(crate) const WIRE_VERSION: u32 = 1;
+
 /// The first line a harness reads: how to isolate and what to preload.
 #[derive(Serialize)]
 pub(crate) struct SlotConfig<'a> {
+    /// [`WIRE_VERSION`].
+    pub protocol: u32,
     pub isolation: &'a Isolation,
     pub limits: WireLimits<'a>,
     pub env: BTreeMap<&'a str, &'a str>,
@@ -251,6 +257,17 @@ mod tests {
     use super::{Control, ControlPipe};
     use std::fs::File;
     use std::io::Write as _;
+
+    /// Both ends speak one version of the protocol.
+    #[test]
+    fn the_harness_speaks_this_wire_version() {
+        let init = include_str!("harness/bcb_harness/__init__.py");
+        let line = format!("\nPROTOCOL = {}\n", super::WIRE_VERSION);
+        assert!(
+            init.contains(&line),
+            "harness/bcb_harness/__init__.py: {line:?}"
+        );
+    }
 
     /// The lines the harness reads (`freezer.py`'s `Freezer.op`, `slot.py`'s exit).
     #[test]

@@ -26,7 +26,7 @@
 #   channel     fds 3/4, the log               kernel      libc calls, descriptors
 #
 # Wire protocol (Rust side: src/local/wire.rs; change both together):
-#   fd 3, in:  {isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
+#   fd 3, in:  {protocol, isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
 #               tmpfs_mb, freeze_budget_secs}, env, preload, cgroups, workroot, one_shot} -- once
 #              {key, code, test, time_limit, script?}                   -- one per job
 #                 script: {stdin, files: {path: base64}, fetch_files, memory_mb?} runs `code`
@@ -55,3 +55,7 @@
 #   The report line carries the nonce the supervisor wrote into the child's key pipe after
 #   the fork (read by the child only after the tests); it is checked and dropped by the
 #   supervisor, never sent to Rust.
+
+# The wire protocol's version (`WIRE_VERSION` in wire.rs): a config of another version is
+# refused before anything runs.
+PROTOCOL = 1

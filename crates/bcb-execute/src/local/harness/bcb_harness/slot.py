@@ -4,8 +4,10 @@ one job at a time, each in a sample process forked ahead of it."""
 import json
 import os
 import signal
+import sys
 import time
 
+from . import PROTOCOL
 from .channel import CTRL_IN, CTRL_OUT, LineReader, send
 from .clock import frozen_clock_create
 from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, unshare
@@ -33,6 +35,9 @@ def main(forked_slot=False):
     """The slot: spawned by bcb, or forked by the zygote (`forked_slot`: warm, and says so)."""
     reader = LineReader(CTRL_IN)
     cfg = json.loads(reader.readline())
+    if cfg.get("protocol") != PROTOCOL:
+        sys.stderr.write("bcb harness: wire protocol %r, this harness speaks %d\n" % (cfg.get("protocol"), PROTOCOL))
+        os._exit(2)
     if forked_slot and cfg.get("workroot"):
         os.chdir(cfg["workroot"])  # where a spawned slot starts
     frozen_clock_create()
