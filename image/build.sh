@@ -2,7 +2,8 @@
 # Builds bcb's container image from image/Containerfile and tags it with image/TAG.
 #
 #   image/build.sh [--base auto|python|mmdebstrap|IMAGE] [--profile dist|release|dev]
-#                  [--bin DIR] [--gt "full hard"|hard|none] [--tag TAG] [--no-uv-cache]
+#                  [--bin DIR] [--gt "full hard"|hard|none] [--tag TAG] [--no-uv-cache] [--no-cache]
+#                  [--space]
 #
 # --base     python: the published python:3.11-slim-bookworm (Docker Hub); mmdebstrap: a
 #            Debian 12 root file system built here with mmdebstrap and `podman import`ed as
@@ -12,13 +13,15 @@
 #            both from DIR instead (no build). Built on this host: its glibc must be at most
 #            Debian 12's (2.36), which the build's `bcb --version` step checks.
 # --gt       subsets whose ground truth is checked at build time (default "full hard").
+# --no-cache rebuilds every layer, and the mmdebstrap base (a cold build).
+# --space    then builds the Space's image on it (space/Dockerfile) as TAG-space.
 # The host's uv cache (~/.cache/uv) and CA bundle ($SSL_CERT_FILE: a proxy's root, say) are
 # mounted into the env's install when they exist (podman); the image keeps neither.
 # Podman runs with image/containers.conf unless CONTAINERS_CONF is set. Prints the tag last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-base=auto profile=dist bin_dir="" gt="full hard" tag="" uv_cache="$HOME/.cache/uv"
+base=auto profile=dist bin_dir="" gt="full hard" tag="" uv_cache="$HOME/.cache/uv" no_cache=() space=""
 while (($#)); do
   case "$1" in
     --base) base="$2"; shift 2 ;;
@@ -27,7 +30,9 @@ while (($#)); do
     --gt) gt="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --no-uv-cache) uv_cache=""; shift ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    --no-cache) no_cache=(--no-cache); shift ;;
+    --space) space=1; shift ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +61,7 @@ case "$base" in
     mirrors=("deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main")
     digest="$(printf '%s\n' "$include" "${mirrors[@]}" | sha256sum | cut -c1-12)"
     base="localhost/bcb-base:bookworm-$digest"
-    if podman image exists "$base"; then
+    if ((${#no_cache[@]} == 0)) && podman image exists "$base"; then
       step "base: $base (built before)"
     else
       command -v mmdebstrap >/dev/null || { printf "error: mmdebstrap not found\nhint: apt-get install mmdebstrap, or --base python where Docker Hub is reachable\n" >&2; exit 1; }
@@ -78,10 +83,19 @@ if [[ -n "$uv_cache" && -d "$uv_cache" ]]; then
   # An overlay: the build reads the host's cache, its writes are dropped.
   args+=(--volume "$uv_cache:/var/cache/uv:O" --build-arg UV_CACHE_DIR=/var/cache/uv)
 fi
+ca=()
 if [[ -n "${SSL_CERT_FILE:-}" && -f "$SSL_CERT_FILE" ]]; then
-  args+=(--volume "$SSL_CERT_FILE:/tmp/bcb-ca-bundle.crt:ro" --build-arg CA_BUNDLE=/tmp/bcb-ca-bundle.crt)
+  ca=(--volume "$SSL_CERT_FILE:/tmp/bcb-ca-bundle.crt:ro" --build-arg CA_BUNDLE=/tmp/bcb-ca-bundle.crt)
 fi
 step "podman build ($tag from $base, ground truth: ${gt:-none})"
-podman build "${args[@]}" "$ctx" >&2
+podman build "${no_cache[@]}" "${args[@]}" "${ca[@]}" "$ctx" >&2
 step "built $tag: $(podman image inspect --format '{{.Size}}' "$tag") bytes"
+if [[ -n "$space" ]]; then
+  # The Space's Dockerfile expects the repository's root as its context; only its files.
+  rm -rf "${ctx:?}"/* && mkdir "$ctx/space" && cp space/app.py space/requirements.txt "$ctx/space/"
+  step "podman build ($tag-space: space/Dockerfile)"
+  podman build "${no_cache[@]}" --file space/Dockerfile --tag "$tag-space" \
+    --build-arg "BCB_IMAGE=$tag" "${ca[@]}" "$ctx" >&2
+  step "built $tag-space"
+fi
 echo "$tag"
