@@ -4,13 +4,13 @@
 //! template, Space) starts from it; the Containerfile installs exactly the lock bcb embeds.
 //!
 //! With podman (`.ci/setup-podman.sh`; `BCB_REQUIRE_PODMAN=1` in CI): `image/build.sh` builds
-//! the image from an mmdebstrap base with the binaries this test run built (the dev profile:
-//! no second compile) and the hard subset's ground truth baked in, while the host evaluates
-//! both real models' answers to the hard subset. Then, in containers of that image:
-//! `bcb serve` is ready within 10 s (so it found the baked ground truth: checking it takes
-//! minutes) and answers the host's verdicts on one model's answers; `bcb evaluate` writes the
-//! host's files for the other model's; and the Space image built on it answers the original's
-//! Gradio client (bigcodebench 0.2.5) with the files of a local run.
+//! the image from an mmdebstrap base with the binaries this test run built (the dev profile: no
+//! second compile), the hard subset's ground truth baked in, and the Space's image on it, while
+//! the host evaluates a real model's answers to the hard subset. Then, in containers of that
+//! image: `bcb serve` finds the baked ground truth (it says so, and is ready long before a
+//! check could end) and answers the host's verdicts on half the answers; `bcb evaluate` writes
+//! the host's files for the other half; and the Space's image answers the original's Gradio
+//! client (bigcodebench 0.2.5) with the files of a local run.
 
 mod evalkit;
 mod remotekit;
@@ -196,34 +196,24 @@ impl Drop for Container<'_> {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// Two tasks whose verdicts depend on timing are left out: 1040 (README, Task notes; an answer
+/// asleep to its limit, 241 s, would also bound every run here) and 461, whose test sums a
+/// child's CPU share over 50 ms windows and asserts it above 0 (its canonical solution fails
+/// so in the image's build container now and then, and passes on the host).
+const TIMING: [&str; 2] = ["BigCodeBench/461", "BigCodeBench/1040"];
 
-/// The two real models' answers to the hard subset (`../real-samples`), each as a samples
-/// file named for the hard subset's complete split.
-/// BigCodeBench/1040 left out: its verdict depends on timing (README, Task notes), and an
-/// answer asleep to its limit (241 s) would bound every run here.
-const MODELS: [&str; 2] = [
-    "microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated",
-    "NousResearch--Hermes-2-Theta-Llama-3-8B--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated",
-];
-
-fn hard_answers(env: &evalkit::Env, model: &str) -> (String, Vec<Value>) {
+/// A real model's answers (`../real-samples`: Phi-4-multimodal, complete split) to the hard
+/// subset but [`TIMING`], in two halves (task order): two samples files named for the hard
+/// subset's complete split, and each half's task ids. One model, not both: every hard task's
+/// real answer runs once on the host and once in a container, within CI's time.
+fn hard_answers(env: &evalkit::Env) -> [(String, Vec<Value>, String); 2] {
     let hard: std::collections::HashSet<String> =
         std::fs::read_to_string(env.dataset_dir.join("hard_task_ids.txt"))
             .unwrap()
             .lines()
             .map(str::to_string)
             .collect();
-    let gz = env
-        .dataset_dir
-        .join("../real-samples")
-        .join(format!("{model}.jsonl.gz"));
+    let gz = env.dataset_dir.join("../real-samples/microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap())
         .read_to_string(&mut text)
@@ -233,17 +223,23 @@ fn hard_answers(env: &evalkit::Env, model: &str) -> (String, Vec<Value>) {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|r| {
             let id = r["task_id"].as_str().unwrap();
-            hard.contains(id) && id != "BigCodeBench/1040"
+            hard.contains(id) && !TIMING.contains(&id)
         })
         .map(|r| json!({"task_id": r["task_id"], "solution": r["solution"]}))
         .collect();
-    assert_eq!(
-        rows.len(),
-        147,
-        "{model}: one answer per hard task but 1040"
-    );
-    let name = model.replace("bigcodebench-complete", "bigcodebench-hard-complete");
-    (name, rows)
+    assert_eq!(rows.len(), 146, "one answer per hard task but 461 and 1040");
+    let (first, second) = rows.split_at(rows.len() / 2);
+    [("served", first), ("evaluated", second)].map(|(half, rows)| {
+        let ids: Vec<&str> = rows
+            .iter()
+            .map(|r| r["task_id"].as_str().unwrap())
+            .collect();
+        (
+            format!("phi4-{half}--bigcodebench-hard-complete--real"),
+            rows.to_vec(),
+            ids.join(","),
+        )
+    })
 }
 
 /// `X_eval_results.json` without its date, and `X_pass_at_k.json`, of samples `name` in `dir`.
@@ -311,59 +307,37 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
         return;
     };
     let podman = Podman(podman);
-    let [(served, served_rows), (evaluated, evaluated_rows)] =
-        MODELS.map(|m| hard_answers(&env, m));
+    let [(served, served_rows, served_ids), (evaluated, evaluated_rows, ids)] = hard_answers(&env);
 
-    // The host's verdicts on both models' answers, while the image builds.
+    // The host's verdicts on both halves, while the image builds (one run each: a run's
+    // samples files answer the same tasks; the second finds the first's ground truth cached).
     let host_dir = env.path("host");
     std::fs::create_dir_all(&host_dir).unwrap();
-    evalkit::write_jsonl(&host_dir.join(format!("{served}.jsonl")), &served_rows);
-    evalkit::write_jsonl(
-        &host_dir.join(format!("{evaluated}.jsonl")),
-        &evaluated_rows,
-    );
-    let ids: Vec<&str> = served_rows
-        .iter()
-        .map(|r| r["task_id"].as_str().unwrap())
-        .collect();
-    let ids = ids.join(",");
-    let mut host = env.bcb();
-    host.args(["evaluate", "--parallel", "2", "--ids", &ids, "--samples"])
-        .arg(&host_dir)
-        .stdout(Stdio::null());
-    let host = std::thread::spawn(move || host.status().unwrap());
+    let mut host = Vec::new();
+    for (name, rows, ids) in [
+        (&served, &served_rows, &served_ids),
+        (&evaluated, &evaluated_rows, &ids),
+    ] {
+        let file = host_dir.join(format!("{name}.jsonl"));
+        evalkit::write_jsonl(&file, rows);
+        let mut cmd = env.bcb();
+        cmd.args(["evaluate", "--parallel", "2", "--ids", ids, "--samples"])
+            .arg(file)
+            .stdout(Stdio::null());
+        host.push(cmd);
+    }
+    let host = std::thread::spawn(move || host.iter_mut().all(|c| c.status().unwrap().success()));
 
     let tag = format!("localhost/bcb-test:{}", version());
     let build = build_image(&tag, &podman);
     eprintln!("image built in {build:.0} s");
 
-    // `bcb evaluate` in a container, on the second model's answers (the dir is uid 1000's).
-    let box_dir = env.path("box");
-    std::fs::create_dir_all(&box_dir).unwrap();
-    evalkit::write_jsonl(&box_dir.join(format!("{evaluated}.jsonl")), &evaluated_rows);
-    for p in [box_dir.clone(), box_dir.join(format!("{evaluated}.jsonl"))] {
-        std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
-    }
-    let mount = format!("{}:/work", box_dir.display());
-    let sample_file = format!("/work/{evaluated}.jsonl");
-    let evaluate = Container::start(
-        &podman,
-        "bcb-test-evaluate",
-        &[
-            "-v",
-            &mount,
-            &tag,
-            "bcb",
-            "evaluate",
-            "--parallel",
-            "2",
-            "--samples",
-            &sample_file,
-        ],
-    );
-
-    // `bcb serve` in another, ready within 10 s of `podman run`.
-    let port = free_port();
+    // `bcb serve` in a container, ready with the baked ground truth: it says so, and is ready
+    // long before a check could end (461 alone sleeps 156 s of it). The 10 s a quiet machine
+    // gives the dist binary (bench/image.sh) is not asserted here: this debug binary starts
+    // beside the host's run and the other tests. No overlap slots: each is an interpreter to
+    // warm.
+    let port = evalkit::free_port();
     let publish = format!("127.0.0.1:{port}:8765");
     let started = Instant::now();
     let serve = Container::start(
@@ -382,6 +356,8 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
             "--subset",
             "hard",
             "--parallel",
+            "2",
+            "--max-in-flight",
             "2",
         ],
     );
@@ -405,36 +381,94 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
     let ready = started.elapsed().as_secs_f64();
     eprintln!("bcb serve ready {ready:.1} s after podman run");
     assert!(
-        ready <= 10.0,
-        "ready after {ready:.1} s: the baked ground truth was not used?"
+        serve
+            .log()
+            .contains("ground truth: 0 to run (148 already done"),
+        "the baked ground truth is found at start:\n{}",
+        serve.log()
     );
-    let answer: Value = http
-        .post(format!("{url}/v1/evaluate"))
-        .bearer_auth("t")
-        .json(&json!({"split": "complete", "subset": "hard", "samples": served_rows}))
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
+    assert!(ready < 60.0, "ready after {ready:.1} s");
 
-    assert!(host.join().unwrap().success(), "the host's bcb evaluate");
-    let (host_served, _) = result_files(&host_dir, &served);
-    let mut got: Vec<(String, String)> = served_rows
-        .iter()
-        .zip(answer["results"].as_array().expect("results"))
-        .map(|(s, r)| {
-            (
-                s["task_id"].as_str().unwrap().to_string(),
-                r["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    got.sort();
-    assert_eq!(
-        got,
-        verdicts(&host_served),
-        "bcb serve in the image answers the host's verdicts"
+    // Meanwhile `bcb evaluate` in another container, on the second half (the dir is uid
+    // 1000's).
+    let box_dir = env.path("box");
+    std::fs::create_dir_all(&box_dir).unwrap();
+    evalkit::write_jsonl(&box_dir.join(format!("{evaluated}.jsonl")), &evaluated_rows);
+    for p in [box_dir.clone(), box_dir.join(format!("{evaluated}.jsonl"))] {
+        std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
+    }
+    let mount = format!("{}:/work", box_dir.display());
+    let sample_file = format!("/work/{evaluated}.jsonl");
+    let evaluate = Container::start(
+        &podman,
+        "bcb-test-evaluate",
+        &[
+            "-v",
+            &mount,
+            &tag,
+            "bcb",
+            "evaluate",
+            "--parallel",
+            "2",
+            "--ids",
+            &ids,
+            "--samples",
+            &sample_file,
+        ],
     );
+    let statuses = |rows: &[Value]| -> Vec<String> {
+        let answer: Value = http
+            .post(format!("{url}/v1/evaluate"))
+            .bearer_auth("t")
+            .json(&json!({"split": "complete", "subset": "hard", "samples": rows}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        answer["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let served_statuses = statuses(&served_rows);
+
+    assert!(host.join().unwrap(), "the host's bcb evaluate");
+    let host_verdicts: std::collections::HashMap<String, String> =
+        verdicts(&result_files(&host_dir, &served).0)
+            .into_iter()
+            .collect();
+    // A verdict that differs is asked again once, as `--rerun-failures` would: this machine
+    // runs the host's samples, the other container's and other tests beside the server, and a
+    // sample starved of CPU for its whole limit times out (seen once: 417, a Keras training).
+    let differing: Vec<&Value> = served_rows
+        .iter()
+        .zip(&served_statuses)
+        .filter(|(s, status)| host_verdicts[s["task_id"].as_str().unwrap()] != **status)
+        .map(|(s, _)| s)
+        .collect();
+    if !differing.is_empty() {
+        let rows: Vec<Value> = differing.iter().map(|r| (*r).clone()).collect();
+        let again = statuses(&rows);
+        let still: Vec<(&str, &str, &str)> = rows
+            .iter()
+            .zip(&again)
+            .map(|(s, status)| {
+                let id = s["task_id"].as_str().unwrap();
+                (id, status.as_str(), host_verdicts[id].as_str())
+            })
+            .filter(|(_, got, want)| got != want)
+            .collect();
+        eprintln!(
+            "asked again: {:?}",
+            rows.iter().map(|r| &r["task_id"]).collect::<Vec<_>>()
+        );
+        assert!(
+            still.is_empty(),
+            "bcb serve in the image answers the host's verdicts: (task, image, host) {still:?}"
+        );
+    }
 
     let status = podman.run(&["wait", "bcb-test-evaluate"]);
     assert_eq!(
@@ -460,7 +494,7 @@ fn space_answers_the_original_client(podman: &Podman, env: &evalkit::Env, tag: &
         return;
     };
     let space_tag = format!("{tag}-space");
-    let port = free_port();
+    let port = evalkit::free_port();
     let publish = format!("127.0.0.1:{port}:7860");
     let ids = format!("BCB_SPACE_IDS={}", remotekit::IDS);
     let space = Container::start(

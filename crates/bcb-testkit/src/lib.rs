@@ -221,17 +221,9 @@ pub fn slurm_sbin() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Whether this process runs as root (real uid 0).
+/// Whether this process runs as root: `/proc/self` belongs to the process's effective uid.
 fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        })
-        .as_deref()
-        == Some("0")
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0
 }
 
 /// What a [`FakeExecutor`] does with one job on one attempt (1 = first).
