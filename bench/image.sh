@@ -73,7 +73,7 @@ request() { # n → seconds
 for i in $(seq "$runs"); do
   podman rm -f bcb-bench-serve >/dev/null 2>&1 || true
   t=$(now)
-  podman run -d --name bcb-bench-serve -p "127.0.0.1:$port:8765" -e BCB_SERVE_TOKEN=bench "$tag" \
+  podman run -d --security-opt "seccomp=$PWD/examples/k8s/seccomp/bcb-sandbox.json" --name bcb-bench-serve -p "127.0.0.1:$port:8765" -e BCB_SERVE_TOKEN=bench "$tag" \
     bcb serve --listen 0.0.0.0:8765 --subset hard --parallel 2 >/dev/null
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
     if awk -v s="$(since "$t")" 'BEGIN { exit !(s > 300) }'; then

@@ -17,7 +17,9 @@
 # --space    then builds the Space's image on it (space/Dockerfile) as TAG-space.
 # The host's uv cache (~/.cache/uv) and CA bundle ($SSL_CERT_FILE: a proxy's root, say) are
 # mounted into the env's install when they exist (podman); the image keeps neither.
-# Podman runs with image/containers.conf unless CONTAINERS_CONF is set. Prints the tag last.
+# Podman runs with image/containers.conf unless CONTAINERS_CONF is set, and its build steps with
+# the seccomp profile the Kubernetes manifests ask for (examples/k8s/seccomp/bcb-sandbox.json:
+# bcb's namespaces for the ground truth's check). Prints the tag last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,7 +80,7 @@ esac
 ctx="$(mktemp -d)"
 trap 'rm -rf "$ctx"' EXIT
 cp "$bin_dir/bcb" "$bin_dir/bcb-pyenv" image/packages.txt "$ctx/"
-args=(--file image/Containerfile --tag "$tag" --build-arg "BASE=$base" --build-arg "GT_SUBSETS=$gt")
+args=(--security-opt "seccomp=$PWD/examples/k8s/seccomp/bcb-sandbox.json" --file image/Containerfile --tag "$tag" --build-arg "BASE=$base" --build-arg "GT_SUBSETS=$gt")
 if [[ -n "$uv_cache" && -d "$uv_cache" ]]; then
   # An overlay: the build reads the host's cache, its writes are dropped.
   args+=(--volume "$uv_cache:/var/cache/uv:O" --build-arg UV_CACHE_DIR=/var/cache/uv)
@@ -94,7 +96,7 @@ if [[ -n "$space" ]]; then
   # The Space's Dockerfile expects the repository's root as its context; only its files.
   rm -rf "${ctx:?}"/* && mkdir "$ctx/space" && cp space/app.py space/requirements.txt "$ctx/space/"
   step "podman build ($tag-space: space/Dockerfile)"
-  podman build "${no_cache[@]}" --file space/Dockerfile --tag "$tag-space" \
+  podman build "${no_cache[@]}" --security-opt "seccomp=$PWD/examples/k8s/seccomp/bcb-sandbox.json" --file space/Dockerfile --tag "$tag-space" \
     --build-arg "BCB_IMAGE=$tag" "${ca[@]}" "$ctx" >&2
   step "built $tag-space"
 fi

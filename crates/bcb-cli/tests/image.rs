@@ -152,7 +152,8 @@ impl Podman {
     }
 }
 
-/// A detached container, removed on drop (its log printed for the test's output).
+/// A detached container, removed on drop (its log printed for the test's output), with the
+/// seccomp profile the Kubernetes manifests ask for (bcb's namespaces need it).
 struct Container<'a> {
     podman: &'a Podman,
     name: String,
@@ -161,7 +162,13 @@ struct Container<'a> {
 impl<'a> Container<'a> {
     fn start(podman: &'a Podman, name: &str, args: &[&str]) -> Container<'a> {
         let _ = podman.cmd().args(["rm", "-f", name]).output();
-        let mut all = vec!["run", "-d", "--name", name];
+        let profile = format!(
+            "seccomp={}",
+            repo()
+                .join("examples/k8s/seccomp/bcb-sandbox.json")
+                .display()
+        );
+        let mut all = vec!["run", "-d", "--security-opt", &profile, "--name", name];
         all.extend_from_slice(args);
         podman.run(&all);
         Container {
