@@ -5,22 +5,8 @@
 # installs nothing. Prints the env var the test reads.
 # Usage: .ci/setup-slurm.sh   (root, or sudo without a password)
 set -euo pipefail
-pkgs=(slurmctld slurmd slurm-client munge iproute2 util-linux)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  sudo=()
-  if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || { echo "error: installing ${missing[*]} needs root (or sudo)" >&2; exit 1; }
-    sudo=(sudo)
-  fi
-  echo "installing ${missing[*]}" >&2
-  "${sudo[@]}" apt-get update -qq >&2
-  # The packages' postinst scripts try to start services; without systemd that only warns.
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+# The packages' postinst scripts try to start services; without systemd that only warns.
+bash "$(dirname "$0")/apt-install.sh" slurmctld slurmd slurm-client munge iproute2 util-linux
 for bin in slurmctld slurmd munged; do
   [[ -x "/usr/sbin/$bin" ]] || { echo "error: /usr/sbin/$bin missing after install" >&2; exit 1; }
 done

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use evalkit::{free_port, Env};
-use remotekit::{local_run, outputs, write_samples, IDS};
+use remotekit::{local_run, original_client, outputs, write_samples, IDS};
 
 /// bcb's Space under a real Gradio server; killed (with its jobs) on drop.
 struct Space {
@@ -124,41 +124,6 @@ fn remote(env: &Env, url: &str, dir: &str, extra: &[&str]) -> Command {
 fn remote_run(env: &Env, url: &str, dir: &str) -> Output {
     let out = remote(env, url, dir, &[]).output().unwrap();
     eprintln!("{}", evalkit::stderr(&out));
-    out
-}
-
-/// The original harness's own client: `bigcodebench.evaluate --execution gradio`.
-fn original_client(py: &Path, env: &Env, url: &str) -> Output {
-    let samples = write_samples(env, &env.path("original"));
-    let out = Command::new(py)
-        .args([
-            "-m",
-            "bigcodebench.evaluate",
-            "--execution",
-            "gradio",
-            "--gradio_endpoint",
-            url,
-        ])
-        .args([
-            "--split",
-            "complete",
-            "--subset",
-            "hard",
-            "--selective_evaluate",
-            IDS,
-        ])
-        .arg("--samples")
-        .arg(&samples)
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HOME", env.cache.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    eprintln!(
-        "original client:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        evalkit::stderr(&out)
-    );
     out
 }
 

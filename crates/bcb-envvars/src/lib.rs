@@ -122,6 +122,8 @@ env_vars! {
     Tests BCB_MATURIN "The `maturin` executable the wheel test builds bcb's wheel with (`.ci/setup-wheel.sh` prints it).";
     Tests BCB_REQUIRE_K8S "`1`: the Kubernetes manifests test fails instead of skipping when kubernetes-validate is missing (`.ci/setup-k8s-validate.sh`).";
     Tests BCB_K8S_VALIDATE "The `kubernetes-validate` executable (schemas bundled) the manifests test validates `examples/k8s/` with (`.ci/setup-k8s-validate.sh` prints it).";
+    Tests BCB_REQUIRE_PODMAN "`1`: tests fail instead of skipping when podman or mmdebstrap is missing (`.ci/setup-podman.sh`).";
+    Tests BCB_PODMAN "The `podman` executable the image test builds and runs bcb's image with (`.ci/setup-podman.sh` prints it).";
     Tests BCB_REQUIRE_CHROMIUM "`1`: the report-page test fails instead of skipping when Chromium is missing.";
     Tests BCB_UPSTREAM_PYTHON "Python with the original harness (bigcodebench 0.2.5) for the differential tests.";
     Tests BCB_GRADIO5_PYTHON "Python of the Gradio 5 venv (`.ci/setup-gradio.sh` prints it).";

@@ -40,6 +40,8 @@ pub enum Need {
     /// kubernetes-validate, with the Kubernetes schemas (`BCB_K8S_VALIDATE`;
     /// `.ci/setup-k8s-validate.sh`).
     K8s,
+    /// podman and mmdebstrap, to build and run bcb's image (`BCB_PODMAN`; `.ci/setup-podman.sh`).
+    Podman,
 }
 
 impl Need {
@@ -54,6 +56,7 @@ impl Need {
             Need::Wheel => EnvVars::BCB_REQUIRE_WHEEL,
             Need::Serve => EnvVars::BCB_REQUIRE_SERVE,
             Need::K8s => EnvVars::BCB_REQUIRE_K8S,
+            Need::Podman => EnvVars::BCB_REQUIRE_PODMAN,
         }
     }
 
@@ -149,6 +152,34 @@ pub fn k8s_validate() -> Option<PathBuf> {
     )
 }
 
+/// The `podman` executable (`.ci/setup-podman.sh` installs it with mmdebstrap and prints
+/// `BCB_PODMAN=`), when this process may build images with it (root: image/build.sh runs
+/// mmdebstrap and rootful podman). Otherwise [`missing`] and `None`.
+pub fn podman() -> Option<PathBuf> {
+    let podman = require(
+        Need::Podman,
+        EnvVars::BCB_PODMAN,
+        "the podman executable (`.ci/setup-podman.sh` prints BCB_PODMAN=...)",
+    )?;
+    if !is_root() {
+        missing(
+            Need::Podman,
+            "the image test builds with rootful podman: run it as root",
+        );
+        return None;
+    }
+    if !std::env::split_paths(&std::env::var_os(EnvVars::PATH).unwrap_or_default())
+        .any(|d| d.join("mmdebstrap").is_file())
+    {
+        missing(
+            Need::Podman,
+            "mmdebstrap is not on PATH (`.ci/setup-podman.sh` installs it)",
+        );
+        return None;
+    }
+    Some(podman)
+}
+
 /// The python of the venv holding the `sandbox-fusion` client (`.ci/setup-serve.sh`).
 pub fn serve_client_python() -> Option<PathBuf> {
     require(
@@ -180,14 +211,7 @@ pub fn slurm_sbin() -> Option<PathBuf> {
         );
         return None;
     }
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        });
-    if uid.as_deref() != Some("0") {
+    if !is_root() {
         missing(
             Need::Slurm,
             "the one-node Slurm cluster needs root (slurmd, a network namespace)",
@@ -195,6 +219,11 @@ pub fn slurm_sbin() -> Option<PathBuf> {
         return None;
     }
     Some(dir)
+}
+
+/// Whether this process runs as root: `/proc/self` belongs to the process's effective uid.
+fn is_root() -> bool {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0
 }
 
 /// What a [`FakeExecutor`] does with one job on one attempt (1 = first).

@@ -159,3 +159,38 @@ pub fn verdict_cache(env: &Env) -> Vec<(PathBuf, u64)> {
     out.sort();
     out
 }
+
+/// The original harness's own client: `bigcodebench.evaluate --execution gradio`.
+pub fn original_client(py: &Path, env: &Env, url: &str) -> Output {
+    let samples = write_samples(env, &env.path("original"));
+    let out = Command::new(py)
+        .args([
+            "-m",
+            "bigcodebench.evaluate",
+            "--execution",
+            "gradio",
+            "--gradio_endpoint",
+            url,
+        ])
+        .args([
+            "--split",
+            "complete",
+            "--subset",
+            "hard",
+            "--selective_evaluate",
+            IDS,
+        ])
+        .arg("--samples")
+        .arg(&samples)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HOME", env.cache.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "original client:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        evalkit::stderr(&out)
+    );
+    out
+}

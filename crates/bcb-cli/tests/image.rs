@@ -1,0 +1,567 @@
+//! bcb's container image (`image/`, docs/container.md).
+//!
+//! Without podman: the one tag (`image/TAG`) is the version's and every derived image (E2B
+//! template, Space) starts from it; the Containerfile installs exactly the lock bcb embeds.
+//!
+//! With podman (`.ci/setup-podman.sh`; `BCB_REQUIRE_PODMAN=1` in CI): `image/build.sh` builds
+//! the image from an mmdebstrap base with the binaries this test run built (the dev profile: no
+//! second compile), the hard subset's ground truth baked in, and the Space's image on it, while
+//! the host evaluates a real model's answers to the hard subset. Then, in containers of that
+//! image: `bcb serve` finds the baked ground truth (it says so, and is ready long before a
+//! check could end) and answers the host's verdicts on half the answers; `bcb evaluate` writes
+//! the host's files for the other half; and the Space's image answers the original's Gradio
+//! client (bigcodebench 0.2.5) with the files of a local run.
+
+mod evalkit;
+mod remotekit;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bcb_testkit::repo_file as read;
+use serde_json::{json, Value};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The tag `image/TAG` names.
+fn tag() -> String {
+    read("image/TAG").trim().to_string()
+}
+
+/// The workspace's version, as `bcb --version` prints it.
+fn version() -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_bcb"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().nth(1).unwrap().to_string()
+}
+
+/// A Containerfile's instructions (continuation lines joined, comments dropped), as
+/// (instruction, rest of the line).
+fn instructions(path: &str) -> Vec<(String, String)> {
+    read(path)
+        .replace("\\\n", " ")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (op, rest) = l.split_once(' ').unwrap_or((l, ""));
+            (op.to_string(), rest.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn the_tag_is_the_versions_and_every_derived_image_starts_from_it() {
+    let tag = tag();
+    let (name, version) = tag.rsplit_once(':').expect("image/TAG is NAME:VERSION");
+    assert!(name.ends_with("/bcb"), "{tag}: REGISTRY/bcb:VERSION");
+    assert_eq!(
+        version,
+        self::version(),
+        "image/TAG follows the workspace version"
+    );
+    for file in ["sandbox-templates/e2b.Dockerfile", "space/Dockerfile"] {
+        let instrs = instructions(file);
+        assert_eq!(
+            instrs[0],
+            ("ARG".to_string(), format!("BCB_IMAGE={tag}")),
+            "{file} names image/TAG's tag"
+        );
+        assert_eq!(
+            instrs[1],
+            ("FROM".to_string(), "${BCB_IMAGE}".to_string()),
+            "{file} derives from bcb's image"
+        );
+    }
+}
+
+#[test]
+fn the_containerfile_installs_exactly_the_embedded_lock() {
+    let instrs = instructions("image/Containerfile");
+    let known = [
+        "ARG", "FROM", "COPY", "RUN", "ENV", "USER", "WORKDIR", "EXPOSE", "CMD",
+    ];
+    for (op, _) in &instrs {
+        assert!(known.contains(&op.as_str()), "unexpected instruction {op}");
+    }
+    let digest = instrs
+        .iter()
+        .find_map(|(op, rest)| {
+            (op == "ARG")
+                .then(|| rest.strip_prefix("BCB_LOCK_DIGEST="))
+                .flatten()
+        })
+        .expect("ARG BCB_LOCK_DIGEST=...");
+    assert_eq!(
+        digest,
+        bcb_execute::local::env::lock_digest(),
+        "update BCB_LOCK_DIGEST in image/Containerfile after changing env/lock-py311.txt"
+    );
+    let runs: Vec<&str> = instrs
+        .iter()
+        .filter(|(op, _)| op == "RUN")
+        .map(|(_, r)| r.as_str())
+        .collect();
+    let setup = runs
+        .iter()
+        .find(|r| r.contains("bcb-pyenv setup"))
+        .expect("the env is installed by bcb-pyenv (`bcb env setup`)");
+    assert!(
+        setup.contains(".bcb-env-lock") && setup.contains("$BCB_LOCK_DIGEST"),
+        "the build checks the installed lock"
+    );
+    for r in &runs {
+        assert!(
+            !r.contains("git clone") && !r.contains("pip install -r"),
+            "no other source of packages: {r}"
+        );
+    }
+    assert!(
+        instrs.contains(&("USER".to_string(), "user".to_string())),
+        "runs as the user (uid 1000), not root"
+    );
+}
+
+/// podman with the settings image/build.sh uses (image/containers.conf).
+struct Podman(PathBuf);
+
+impl Podman {
+    fn cmd(&self) -> Command {
+        let mut cmd = Command::new(&self.0);
+        cmd.env("CONTAINERS_CONF", repo().join("image/containers.conf"));
+        cmd
+    }
+
+    /// Runs `podman args`; its stdout, or a panic with its stderr.
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "podman {}: {}",
+            args.join(" "),
+            evalkit::stderr(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// A detached container, removed on drop (its log printed for the test's output), with the
+/// seccomp profile the Kubernetes manifests ask for (bcb's namespaces need it).
+struct Container<'a> {
+    podman: &'a Podman,
+    name: String,
+}
+
+impl<'a> Container<'a> {
+    fn start(podman: &'a Podman, name: &str, args: &[&str]) -> Container<'a> {
+        let _ = podman.cmd().args(["rm", "-f", name]).output();
+        let profile = format!(
+            "seccomp={}",
+            repo()
+                .join("examples/k8s/seccomp/bcb-sandbox.json")
+                .display()
+        );
+        let mut all = vec!["run", "-d", "--security-opt", &profile, "--name", name];
+        all.extend_from_slice(args);
+        podman.run(&all);
+        Container {
+            podman,
+            name: name.to_string(),
+        }
+    }
+
+    fn log(&self) -> String {
+        let out = self
+            .podman
+            .cmd()
+            .args(["logs", &self.name])
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+impl Drop for Container<'_> {
+    fn drop(&mut self) {
+        eprintln!("[{}]\n{}", self.name, self.log());
+        let _ = self.podman.cmd().args(["rm", "-f", &self.name]).output();
+    }
+}
+
+/// Two tasks whose verdicts depend on timing are left out: 1040 (README, Task notes; an answer
+/// asleep to its limit, 241 s, would also bound every run here) and 461, whose test sums a
+/// child's CPU share over 50 ms windows and asserts it above 0 (its canonical solution fails
+/// so in the image's build container now and then, and passes on the host).
+const TIMING: [&str; 2] = ["BigCodeBench/461", "BigCodeBench/1040"];
+
+/// A real model's answers (`../real-samples`: Phi-4-multimodal, complete split) to the hard
+/// subset but [`TIMING`], in two halves (task order): two samples files named for the hard
+/// subset's complete split, and each half's task ids. One model, not both: every hard task's
+/// real answer runs once on the host and once in a container, within CI's time.
+fn hard_answers(env: &evalkit::Env) -> [(String, Vec<Value>, String); 2] {
+    let hard: std::collections::HashSet<String> =
+        std::fs::read_to_string(env.dataset_dir.join("hard_task_ids.txt"))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+    let gz = env.dataset_dir.join("../real-samples/microsoft--Phi-4-multimodal-instruct--main--bigcodebench-complete--vllm-0-1-sanitized_calibrated.jsonl.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| {
+            let id = r["task_id"].as_str().unwrap();
+            hard.contains(id) && !TIMING.contains(&id)
+        })
+        .map(|r| json!({"task_id": r["task_id"], "solution": r["solution"]}))
+        .collect();
+    assert_eq!(rows.len(), 146, "one answer per hard task but 461 and 1040");
+    let (first, second) = rows.split_at(rows.len() / 2);
+    [("served", first), ("evaluated", second)].map(|(half, rows)| {
+        let ids: Vec<&str> = rows
+            .iter()
+            .map(|r| r["task_id"].as_str().unwrap())
+            .collect();
+        (
+            format!("phi4-{half}--bigcodebench-hard-complete--real"),
+            rows.to_vec(),
+            ids.join(","),
+        )
+    })
+}
+
+/// `X_eval_results.json` without its date, and `X_pass_at_k.json`, of samples `name` in `dir`.
+fn result_files(dir: &Path, name: &str) -> (Value, Value) {
+    (
+        evalkit::without_date(&dir.join(format!("{name}_eval_results.json"))),
+        evalkit::read_json(&dir.join(format!("{name}_pass_at_k.json"))),
+    )
+}
+
+/// Each task's verdict in a results file (one sample per task).
+fn verdicts(results: &Value) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = results["eval"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(id, rows)| (id.clone(), rows[0]["status"].as_str().unwrap().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Builds the image (dev binaries, hard ground truth) as `tag` and the Space's on it as
+/// `{tag}-space`; returns the build's seconds.
+fn build_image(tag: &str, podman: &Podman) -> f64 {
+    let bin = Path::new(env!("CARGO_BIN_EXE_bcb")).parent().unwrap();
+    assert!(
+        bin.join("bcb-pyenv").is_file(),
+        "{}/bcb-pyenv missing\nhint: cargo build -p bcb-pyenv (scripts/test builds it)",
+        bin.display()
+    );
+    let start = Instant::now();
+    let path = format!(
+        "{}:{}",
+        podman.0.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let status = Command::new(repo().join("image/build.sh"))
+        .args([
+            "--base",
+            "mmdebstrap",
+            "--gt",
+            "hard",
+            "--space",
+            "--tag",
+            tag,
+        ])
+        .arg("--bin")
+        .arg(bin)
+        .env("PATH", path)
+        .env("CONTAINERS_CONF", repo().join("image/containers.conf"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "image/build.sh failed (its output is above)"
+    );
+    start.elapsed().as_secs_f64()
+}
+
+#[test]
+fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
+    let (Some(podman), Some(env)) = (bcb_testkit::podman(), evalkit::env()) else {
+        return;
+    };
+    let podman = Podman(podman);
+    let [(served, served_rows, served_ids), (evaluated, evaluated_rows, ids)] = hard_answers(&env);
+
+    // The host's verdicts on both halves, while the image builds (one run each: a run's
+    // samples files answer the same tasks; the second finds the first's ground truth cached).
+    let host_dir = env.path("host");
+    std::fs::create_dir_all(&host_dir).unwrap();
+    let mut host = Vec::new();
+    for (name, rows, ids) in [
+        (&served, &served_rows, &served_ids),
+        (&evaluated, &evaluated_rows, &ids),
+    ] {
+        let file = host_dir.join(format!("{name}.jsonl"));
+        evalkit::write_jsonl(&file, rows);
+        let mut cmd = env.bcb();
+        cmd.args(["evaluate", "--parallel", "2", "--ids", ids, "--samples"])
+            .arg(file)
+            .stdout(Stdio::null());
+        host.push(cmd);
+    }
+    let host = std::thread::spawn(move || host.iter_mut().all(|c| c.status().unwrap().success()));
+
+    let tag = format!("localhost/bcb-test:{}", version());
+    let build = build_image(&tag, &podman);
+    eprintln!("image built in {build:.0} s");
+
+    // `bcb serve` in a container, ready with the baked ground truth: it says so, and is ready
+    // long before a check could end (461 alone sleeps 156 s of it). The 10 s a quiet machine
+    // gives the dist binary (bench/image.sh) is not asserted here: this debug binary starts
+    // beside the host's run and the other tests. No overlap slots: each is an interpreter to
+    // warm.
+    let port = evalkit::free_port();
+    let publish = format!("127.0.0.1:{port}:8765");
+    let started = Instant::now();
+    let serve = Container::start(
+        &podman,
+        "bcb-test-serve",
+        &[
+            "-p",
+            &publish,
+            "-e",
+            "BCB_SERVE_TOKEN=t",
+            &tag,
+            "bcb",
+            "serve",
+            "--listen",
+            "0.0.0.0:8765",
+            "--subset",
+            "hard",
+            "--parallel",
+            "2",
+            "--max-in-flight",
+            "2",
+        ],
+    );
+    let url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(1200))
+        .build()
+        .unwrap();
+    while !http
+        .get(format!("{url}/readyz"))
+        .send()
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "bcb serve not ready in the container after 120 s:\n{}",
+            serve.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ready = started.elapsed().as_secs_f64();
+    eprintln!("bcb serve ready {ready:.1} s after podman run");
+    assert!(
+        serve
+            .log()
+            .contains("ground truth: 0 to run (148 already done"),
+        "the baked ground truth is found at start:\n{}",
+        serve.log()
+    );
+    assert!(ready < 60.0, "ready after {ready:.1} s");
+
+    // Meanwhile `bcb evaluate` in another container, on the second half (the dir is uid
+    // 1000's).
+    let box_dir = env.path("box");
+    std::fs::create_dir_all(&box_dir).unwrap();
+    evalkit::write_jsonl(&box_dir.join(format!("{evaluated}.jsonl")), &evaluated_rows);
+    for p in [box_dir.clone(), box_dir.join(format!("{evaluated}.jsonl"))] {
+        std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
+    }
+    let mount = format!("{}:/work", box_dir.display());
+    let sample_file = format!("/work/{evaluated}.jsonl");
+    let evaluate = Container::start(
+        &podman,
+        "bcb-test-evaluate",
+        &[
+            "-v",
+            &mount,
+            &tag,
+            "bcb",
+            "evaluate",
+            "--parallel",
+            "2",
+            "--ids",
+            &ids,
+            "--samples",
+            &sample_file,
+        ],
+    );
+    let statuses = |rows: &[Value]| -> Vec<String> {
+        let answer: Value = http
+            .post(format!("{url}/v1/evaluate"))
+            .bearer_auth("t")
+            .json(&json!({"split": "complete", "subset": "hard", "samples": rows}))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        answer["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let served_statuses = statuses(&served_rows);
+
+    assert!(host.join().unwrap(), "the host's bcb evaluate");
+    let host_verdicts: std::collections::HashMap<String, String> =
+        verdicts(&result_files(&host_dir, &served).0)
+            .into_iter()
+            .collect();
+    // A verdict that differs is asked again once, as `--rerun-failures` would: this machine
+    // runs the host's samples, the other container's and other tests beside the server, and a
+    // sample starved of CPU for its whole limit times out (seen once: 417, a Keras training).
+    let differing: Vec<&Value> = served_rows
+        .iter()
+        .zip(&served_statuses)
+        .filter(|(s, status)| host_verdicts[s["task_id"].as_str().unwrap()] != **status)
+        .map(|(s, _)| s)
+        .collect();
+    if !differing.is_empty() {
+        let rows: Vec<Value> = differing.iter().map(|r| (*r).clone()).collect();
+        let again = statuses(&rows);
+        let still: Vec<(&str, &str, &str)> = rows
+            .iter()
+            .zip(&again)
+            .map(|(s, status)| {
+                let id = s["task_id"].as_str().unwrap();
+                (id, status.as_str(), host_verdicts[id].as_str())
+            })
+            .filter(|(_, got, want)| got != want)
+            .collect();
+        eprintln!(
+            "asked again: {:?}",
+            rows.iter().map(|r| &r["task_id"]).collect::<Vec<_>>()
+        );
+        assert!(
+            still.is_empty(),
+            "bcb serve in the image answers the host's verdicts: (task, image, host) {still:?}"
+        );
+    }
+
+    let status = podman.run(&["wait", "bcb-test-evaluate"]);
+    assert_eq!(
+        status,
+        "0",
+        "bcb evaluate in the container:\n{}",
+        evaluate.log()
+    );
+    // The same verdicts, failing tests and pass@k; the details' texts may differ only where the
+    // interpreters do: Debian's Python 3.11.2 in the image, the host's own 3.11 release (paths,
+    // the standard library's line numbers, and messages it reworded, as unittest.mock's).
+    let (image_files, host_files) = (
+        result_files(&box_dir, &evaluated),
+        result_files(&host_dir, &evaluated),
+    );
+    assert_eq!(
+        image_files.1, host_files.1,
+        "bcb evaluate in the image writes the host's pass@k file"
+    );
+    let outcome = |results: &Value| -> Vec<(String, String, Vec<String>)> {
+        let mut v: Vec<_> = results["eval"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(id, rows)| {
+                let row = &rows[0];
+                let mut tests: Vec<String> = row["details"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect();
+                tests.sort();
+                (
+                    id.clone(),
+                    row["status"].as_str().unwrap().to_string(),
+                    tests,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        outcome(&image_files.0),
+        outcome(&host_files.0),
+        "bcb evaluate in the image writes the host's verdicts and failing tests"
+    );
+    drop((serve, evaluate));
+
+    space_answers_the_original_client(&podman, &env, &tag);
+}
+
+/// The Space image built on `tag` (by `build_image`) answers the original's Gradio client (bigcodebench 0.2.5)
+/// with the files of a local run.
+fn space_answers_the_original_client(podman: &Podman, env: &evalkit::Env, tag: &str) {
+    let Some(py) = bcb_testkit::gradio_python(6) else {
+        return;
+    };
+    let space_tag = format!("{tag}-space");
+    let port = evalkit::free_port();
+    let publish = format!("127.0.0.1:{port}:7860");
+    let ids = format!("BCB_SPACE_IDS={}", remotekit::IDS);
+    let space = Container::start(
+        podman,
+        "bcb-test-space",
+        &[
+            "-p",
+            &publish,
+            "-e",
+            &ids,
+            "-e",
+            "BCB_SPACE_PARALLEL=2",
+            &space_tag,
+        ],
+    );
+    let start = Instant::now();
+    while !space.log().contains("Running on local URL") {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "the Space did not start in 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let local = remotekit::local_run(env);
+    let out = remotekit::original_client(&py, env, &format!("http://127.0.0.1:{port}"));
+    assert!(out.status.success());
+    assert_eq!(
+        remotekit::outputs(&env.path("original")),
+        local,
+        "the original's client through the Space image"
+    );
+}
