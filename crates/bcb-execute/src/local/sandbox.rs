@@ -98,10 +98,6 @@ fn try_namespaces(with_user: bool) -> bool {
         if with_user {
             flags |= libc::CLONE_NEWUSER;
         }
-        let pidns = libc::open(
-            c"/proc/self/ns/pid".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        );
         if libc::unshare(flags) != 0 {
             return false;
         }
@@ -132,8 +128,26 @@ fn try_namespaces(with_user: bool) -> bool {
         if libc::sethostname(host.as_ptr(), host.count_bytes()) != 0 {
             return false;
         }
-        // Back into the PID namespace it started in, as a slot does after each fork.
-        pidns >= 0 && libc::setns(pidns, libc::CLONE_NEWPID) == 0
+        // In a PID namespace of its own (the child), a slot re-enters it by `setns` after each
+        // sample's fork (with a user namespace it can enter no other).
+        let child = libc::fork();
+        if child < 0 {
+            return false;
+        }
+        if child == 0 {
+            let own = libc::open(
+                c"/proc/self/ns/pid".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            let ok = own >= 0
+                && libc::unshare(libc::CLONE_NEWPID) == 0
+                && libc::setns(own, libc::CLONE_NEWPID) == 0;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+        let mut status = 0;
+        libc::waitpid(child, &mut status, 0) == child
+            && libc::WIFEXITED(status)
+            && libc::WEXITSTATUS(status) == 0
     })
 }
 
