@@ -31,7 +31,8 @@ pub use options::{
     Backend, ConfigFile, GenerateOptions, LocalServerOptions, ModelConfig, Temperature, VllmOptions,
 };
 pub use progress::{Event, Reporter, Snapshot};
-pub use runner::{build_prompt, run_codegen, run_codegen_with, Failure, Outcome};
+pub use runner::{run_codegen, run_codegen_with, Outcome};
+pub use unit::{build_prompt, Failure};
 
 /// Runs generation and returns the samples file, or an error if any task still lacks samples
 /// (what `bcb evaluate` wants before it evaluates). The error carries the run's summary.

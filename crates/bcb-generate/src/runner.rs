@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,31 +14,16 @@ use serde::Serialize;
 
 use crate::http::Http;
 use crate::options::GenerateOptions;
-use crate::progress::{Event, Quiet, Reporter, Snapshot};
-use crate::prompt::{chat_user_message, prefill_text, task_prompt};
-use crate::providers::{make_provider, Prompt, Provider, Usage};
+use crate::progress::{Event, Quiet, Reporter};
+use crate::providers::{make_provider, Provider, Usage};
 use crate::samples_file;
-use crate::unit::{Limits, UnitCtx};
-
-/// One request's worth of work: `n` samples of one task.
-#[derive(Debug, Clone)]
-pub(crate) struct Unit {
-    pub(crate) task_index: usize,
-    pub(crate) n: u32,
-}
+use crate::unit::{price, Failure, Limits, Stats, Tracker, Unit, UnitCtx};
 
 #[derive(Serialize)]
 struct Row<'a> {
     task_id: &'a str,
     solution: String,
     raw_solution: String,
-}
-
-#[derive(Debug, Clone)]
-pub struct Failure {
-    pub task_id: String,
-    pub missing: u32,
-    pub error: String,
 }
 
 /// What a run did.
@@ -97,57 +82,6 @@ impl Outcome {
     }
 }
 
-#[derive(Default)]
-pub(crate) struct Stats {
-    pub(crate) requests: AtomicU64,
-    pub(crate) retries: AtomicU64,
-    pub(crate) input_tokens: AtomicU64,
-    pub(crate) output_tokens: AtomicU64,
-    pub(crate) written: AtomicU64,
-    pub(crate) failed_tasks: AtomicU64,
-}
-
-/// Turns the counters into snapshots for the reporter.
-#[derive(Clone)]
-pub(crate) struct Tracker {
-    pub(crate) stats: Arc<Stats>,
-    pub(crate) total: u64,
-    pub(crate) started: Instant,
-    pub(crate) reporter: Arc<dyn Reporter>,
-    pub(crate) prices: (Option<f64>, Option<f64>),
-}
-
-impl Tracker {
-    fn snapshot(&self) -> Snapshot {
-        let usage = Usage {
-            input_tokens: self.stats.input_tokens.load(Ordering::Relaxed),
-            output_tokens: self.stats.output_tokens.load(Ordering::Relaxed),
-        };
-        Snapshot {
-            done: self.stats.written.load(Ordering::Relaxed),
-            total: self.total,
-            failed_tasks: self.stats.failed_tasks.load(Ordering::Relaxed),
-            retries: self.stats.retries.load(Ordering::Relaxed),
-            output_tokens: usage.output_tokens,
-            elapsed: self.started.elapsed(),
-            cost_usd: price(self.prices, usage),
-        }
-    }
-
-    fn report_progress(&self) {
-        self.reporter.event(&Event::Progress(self.snapshot()));
-    }
-
-    pub(crate) fn report_failure(&self, task_id: &str, error: &str) {
-        self.stats.failed_tasks.fetch_add(1, Ordering::Relaxed);
-        self.reporter.event(&Event::TaskFailed {
-            task_id: task_id.to_string(),
-            error: error.to_string(),
-            snapshot: self.snapshot(),
-        });
-    }
-}
-
 /// Runs generation for `dataset` (blocking; starts its own async runtime), reporting nothing.
 pub fn run_codegen(opts: &GenerateOptions, dataset: &Dataset) -> anyhow::Result<Outcome> {
     run_codegen_with(opts, dataset, Arc::new(Quiet))
@@ -196,19 +130,6 @@ fn selected_tasks<'a>(
         tasks.retain(|t| keep.contains(t.task_id.as_str()));
     }
     Ok(tasks)
-}
-
-/// The prompt sent for `task`, by the original's rules.
-pub fn build_prompt(opts: &GenerateOptions, task: &Task) -> Prompt {
-    let p = task_prompt(task.prompt(opts.split), opts.strip_newlines);
-    if opts.direct_completion {
-        Prompt::Raw(p.to_string())
-    } else {
-        Prompt::Chat {
-            user: chat_user_message(p, opts.split, &opts.instruction_prefix),
-            prefill: opts.prefill.then(|| prefill_text(&opts.response_prefix)),
-        }
-    }
 }
 
 async fn run_async(
@@ -513,14 +434,4 @@ async fn run_async(
 
 fn cost(opts: &GenerateOptions, u: Usage) -> Option<f64> {
     price((opts.price_input, opts.price_output), u)
-}
-
-fn price((input, output): (Option<f64>, Option<f64>), u: Usage) -> Option<f64> {
-    if input.is_none() && output.is_none() {
-        return None;
-    }
-    Some(
-        u.input_tokens as f64 * input.unwrap_or(0.0) / 1e6
-            + u.output_tokens as f64 * output.unwrap_or(0.0) / 1e6,
-    )
 }

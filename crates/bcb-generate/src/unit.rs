@@ -1,11 +1,13 @@
 //! One unit of a generation run: a task's request under the rate limits, retried, its
 //! samples handed to the journal, and what a failure stops (a fatal error, too many lost
-//! connections in a row).
+//! connections in a row); with what a unit is made of and reports to (its prompt, the run's
+//! counters and their tracker, a task's failure), so the run (`runner.rs`) uses this module and
+//! not the other way round.
 
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bcb_dataset::Task;
 use bcb_http::{retry_async, RetryPolicy};
@@ -14,10 +16,9 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use crate::error::{ApiError, ErrorClass};
 use crate::http::Http;
 use crate::options::{Backend, GenerateOptions};
-use crate::prompt::strip_think;
-use crate::providers::{GenRequest, Prompt, Provider};
-
-use crate::runner::{build_prompt, Failure, Stats, Tracker, Unit};
+use crate::progress::{Event, Reporter, Snapshot};
+use crate::prompt::{chat_user_message, prefill_text, strip_think, task_prompt};
+use crate::providers::{GenRequest, Prompt, Provider, Usage};
 
 /// Requests-per-minute and tokens-per-minute budgets.
 pub(crate) struct Limits {
@@ -236,6 +237,94 @@ pub(crate) fn key_hint(backend: Backend, status: Option<u16>) -> &'static str {
         (Some(404), _) => " (check --model and --base-url)",
         _ => "",
     }
+}
+
+/// One request's worth of work: `n` samples of one task.
+#[derive(Debug, Clone)]
+pub(crate) struct Unit {
+    pub(crate) task_index: usize,
+    pub(crate) n: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub task_id: String,
+    pub missing: u32,
+    pub error: String,
+}
+
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) requests: AtomicU64,
+    pub(crate) retries: AtomicU64,
+    pub(crate) input_tokens: AtomicU64,
+    pub(crate) output_tokens: AtomicU64,
+    pub(crate) written: AtomicU64,
+    pub(crate) failed_tasks: AtomicU64,
+}
+
+/// Turns the counters into snapshots for the reporter.
+#[derive(Clone)]
+pub(crate) struct Tracker {
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) total: u64,
+    pub(crate) started: Instant,
+    pub(crate) reporter: Arc<dyn Reporter>,
+    pub(crate) prices: (Option<f64>, Option<f64>),
+}
+
+impl Tracker {
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let usage = Usage {
+            input_tokens: self.stats.input_tokens.load(Ordering::Relaxed),
+            output_tokens: self.stats.output_tokens.load(Ordering::Relaxed),
+        };
+        Snapshot {
+            done: self.stats.written.load(Ordering::Relaxed),
+            total: self.total,
+            failed_tasks: self.stats.failed_tasks.load(Ordering::Relaxed),
+            retries: self.stats.retries.load(Ordering::Relaxed),
+            output_tokens: usage.output_tokens,
+            elapsed: self.started.elapsed(),
+            cost_usd: price(self.prices, usage),
+        }
+    }
+
+    pub(crate) fn report_progress(&self) {
+        self.reporter.event(&Event::Progress(self.snapshot()));
+    }
+
+    pub(crate) fn report_failure(&self, task_id: &str, error: &str) {
+        self.stats.failed_tasks.fetch_add(1, Ordering::Relaxed);
+        self.reporter.event(&Event::TaskFailed {
+            task_id: task_id.to_string(),
+            error: error.to_string(),
+            snapshot: self.snapshot(),
+        });
+    }
+}
+
+/// The prompt sent for `task`, by the original's rules.
+pub fn build_prompt(opts: &GenerateOptions, task: &Task) -> Prompt {
+    let p = task_prompt(task.prompt(opts.split), opts.strip_newlines);
+    if opts.direct_completion {
+        Prompt::Raw(p.to_string())
+    } else {
+        Prompt::Chat {
+            user: chat_user_message(p, opts.split, &opts.instruction_prefix),
+            prefill: opts.prefill.then(|| prefill_text(&opts.response_prefix)),
+        }
+    }
+}
+
+pub(crate) fn price((input, output): (Option<f64>, Option<f64>), u: Usage) -> Option<f64> {
+    if input.is_none() && output.is_none() {
+        return None;
+    }
+    Some(
+        u.input_tokens as f64 * input.unwrap_or(0.0) / 1e6
+            + u.output_tokens as f64 * output.unwrap_or(0.0) / 1e6,
+    )
 }
 
 #[cfg(test)]

@@ -86,8 +86,8 @@ fn probe_in_child(f: impl FnOnce() -> bool) -> bool {
 
 /// Whether a sample's namespaces can be made here: every call the harness makes for them
 /// without a fallback (unshare, a private mount tree and a tmpfs, re-entering a PID namespace
-/// by `setns`; a refused host name is only skipped), so that a seccomp profile refusing one of them (a container's) reports the
-/// fallback instead of namespaces whose samples would all die at start.
+/// by `setns`; a refused host name is only skipped), so that a seccomp profile refusing one of
+/// them (a container's) reports the fallback instead of namespaces whose samples all die.
 fn try_namespaces(with_user: bool) -> bool {
     probe_in_child(|| unsafe {
         let mut flags = libc::CLONE_NEWNS
