@@ -214,23 +214,39 @@ fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
 /// a message and closes at once. If the server echoes before the client's close (the test's
 /// thread preempted for a moment between `sendall` and `close`: CPU starvation, a freeze, the
 /// GIL handed over), the client closes with unread data, the kernel answers with a reset, the
-/// server thread dies of `ConnectionResetError`, and the test's second connect is refused. The
-/// canonical solution passes; the same program whose client waits 50 ms before each close fails
-/// exactly so (the census's one random failure of a correct answer, explained).
+/// server thread dies of `ConnectionResetError`, and the test's second connect is refused.
+/// The canonical solution whose server reads 0.3 s late (the close always lands first) passes;
+/// the same program whose client closes 50 ms late fails exactly so. (The canonical as it is
+/// passes or fails by that race: it failed here once beside the rest of the test suite.)
 #[test]
 fn task_1040_fails_when_its_client_closes_after_the_servers_echo() {
     let Some(py) = python() else { return };
     let task = dataset().get("BigCodeBench/1040").unwrap().clone();
     let program = format!("{}\n{}", task.complete_prompt, task.canonical_solution);
-    let late_close = "import socket as _s, threading as _t, time as _time\n\
-        _close = _s.socket.close\n\
-        def _late_close(self):\n    \
-            try:\n        port = self.getsockname()[1]\n    \
-            except OSError:\n        port = None\n    \
-            if port not in (None, 12345) and _t.current_thread() is _t.main_thread():\n        \
-                _time.sleep(0.05)\n    \
-            _close(self)\n\
-        _s.socket.close = _late_close\n";
+    let patch = |method: &str, wanted: &str, delay: f64| {
+        format!(
+            "import socket as _s, threading as _t, time as _time\n\
+             _orig = _s.socket.{method}\n\
+             def _late(self, *a):\n    \
+                 try:\n        port = self.getsockname()[1]\n    \
+                 except OSError:\n        port = None\n    \
+                 if {wanted}:\n        _time.sleep({delay})\n    \
+                 return _orig(self, *a)\n\
+             _s.socket.{method} = _late\n"
+        )
+    };
+    // The server's reads come late: the client's message and close are both there first.
+    let server_reads_late = patch(
+        "recv",
+        "port == 12345 and _t.current_thread() is not _t.main_thread()",
+        0.3,
+    );
+    // The client's close comes late: the server has echoed first.
+    let late_close = patch(
+        "close",
+        "port not in (None, 12345) and _t.current_thread() is _t.main_thread()",
+        0.05,
+    );
     // The one test that races, with the class's set-up (each other test waits out a 10-s
     // server of its own).
     let test: Vec<&str> = task
@@ -243,7 +259,13 @@ fn task_1040_fails_when_its_client_closes_after_the_servers_echo() {
         "pool",
         config(py, 2),
         vec![
-            job(0, &task.task_id, &program, &test, 60.0),
+            job(
+                0,
+                &task.task_id,
+                &format!("{server_reads_late}{program}"),
+                &test,
+                60.0,
+            ),
             job(
                 1,
                 &task.task_id,
