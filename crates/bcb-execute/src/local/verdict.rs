@@ -351,7 +351,7 @@ mod tests {
         );
         // Only a quoted path of the harness's own files is cut.
         for same in [
-            "  File \"/home/u/bcb_harness_notes.py\", line 1, in f\n",
+            "  File \"/srv/notes/bcb_harness_notes.py\", line 1, in f\n",
             "  File \"/tmp/x/bcb_harness.py, line 1 (no closing quote)\n  File \"y\"",
             "see /tmp/x/bcb_harness.py\" here",
         ] {
