@@ -32,7 +32,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 bin=${BIN:-}
 if [[ -z "$bin" ]]; then
   t=$(now)
-  cargo build --profile "$profile" --locked --bin bcb --bin bcb-pyenv
+  cargo build --profile "$profile" --locked -p bcb-cli -p bcb-pyenv --bin bcb --bin bcb-pyenv
   bin="target/$([[ "$profile" == dev ]] && echo debug || echo "$profile")"
   echo "== cargo build --profile $profile: $(since "$t") s"
 fi

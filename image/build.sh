@@ -45,7 +45,7 @@ step() { echo "== $(date +%T) $*" >&2; }
 
 if [[ -z "$bin_dir" ]]; then
   step "cargo build --profile $profile (bcb, bcb-pyenv)"
-  cargo build --profile "$profile" --locked --bin bcb --bin bcb-pyenv
+  cargo build --profile "$profile" --locked -p bcb-cli -p bcb-pyenv --bin bcb --bin bcb-pyenv
   bin_dir="target/$([[ "$profile" == dev ]] && echo debug || echo "$profile")"
 fi
 

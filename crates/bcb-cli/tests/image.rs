@@ -605,3 +605,64 @@ fn space_answers_the_original_client(podman: &Podman, env: &evalkit::Env, tag: &
         "the original's client through the Space image"
     );
 }
+
+/// Each `cargo build` in the image's scripts selects the packages of the binaries it names:
+/// `--bin` alone looks only in the workspace's default members (bcb-cli), so `--bin
+/// bcb-pyenv` without `-p bcb-pyenv` fails before it builds anything.
+#[test]
+fn the_image_scripts_cargo_builds_select_the_packages_of_their_binaries() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", evalkit::stderr(&out));
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let package_of = |bin: &str| -> String {
+        meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| {
+                p["targets"].as_array().unwrap().iter().any(|t| {
+                    t["name"] == bin && t["kind"].as_array().unwrap().contains(&json!("bin"))
+                })
+            })
+            .unwrap_or_else(|| panic!("no package has a binary {bin}"))["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut builds = 0;
+    for script in ["image/build.sh", "bench/image.sh"] {
+        for line in read(script).lines().map(str::trim) {
+            if !line.starts_with("cargo build") {
+                continue;
+            }
+            builds += 1;
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let after = |flag: &str| -> Vec<&str> {
+                words
+                    .windows(2)
+                    .filter(|w| w[0] == flag)
+                    .map(|w| w[1])
+                    .collect()
+            };
+            let packages = after("-p");
+            for bin in after("--bin") {
+                let package = package_of(bin);
+                assert!(
+                    packages.contains(&package.as_str()),
+                    "{script}: `{line}` names --bin {bin} without -p {package}"
+                );
+            }
+        }
+    }
+    assert_eq!(builds, 2, "one cargo build in each script");
+}
