@@ -21,6 +21,7 @@
 # The attacks run only inside the containers (their controls run the sandbox off).
 #
 # Usage: [CONFS=...] [ONLY=REGEX] bench/confinement.sh [OUT]   (default ../bench-out/confinement)
+# ONLY='^$' runs `bcb env check` alone in each: the protection table without the attacks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$PWD"

@@ -94,6 +94,7 @@ fn test_sources() -> Vec<PathBuf> {
 fn tests_read_only_declared_variables() {
     // Cargo's own variables are not bcb's to declare.
     let cargo = [
+        "CARGO",
         "CARGO_MANIFEST_DIR",
         "CARGO_TARGET_TMPDIR",
         "CARGO_BIN_EXE_bcb",
