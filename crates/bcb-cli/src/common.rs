@@ -303,7 +303,14 @@ pub fn stop_on_interrupt() {
             bcb_execute::stop::request();
             std::process::exit(130);
         }
-        eprintln!("bcb: interrupted: stopping every sample (what finished is in the journal; the same command resumes)");
+        // Not eprintln!: it panics on a closed stderr (the reader of our output gone, as a killed
+        // `podman build` or ssh session leaves it), and a panic here kills the handler's thread,
+        // after which no signal ends the run.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "bcb: interrupted: stopping every sample (what finished is in the journal; the same command resumes)"
+        );
         if bcb_execute::stop::request() == bcb_execute::stop::AfterStop::Exit {
             std::process::exit(130);
         }

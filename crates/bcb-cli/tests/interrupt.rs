@@ -7,7 +7,7 @@
 mod evalkit;
 
 use std::path::PathBuf;
-use std::process::Child;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -51,7 +51,11 @@ fn alive(pid: i32) -> bool {
 /// Starts `bcb evaluate` on one sample that sleeps for an hour, waits until it runs in the
 /// worker's freezer cgroup, and freezes it there (as the governor would an extra sample).
 /// Returns bcb, its freezer folder and the pids frozen in it.
-fn start_and_freeze(env: &evalkit::Env, name: &str) -> Option<(Child, PathBuf, Vec<i32>)> {
+fn start_and_freeze(
+    env: &evalkit::Env,
+    name: &str,
+    stderr: Stdio,
+) -> Option<(Child, PathBuf, Vec<i32>)> {
     let samples = env.path(&format!("{name}.jsonl"));
     evalkit::write_jsonl(
         &samples,
@@ -65,8 +69,8 @@ fn start_and_freeze(env: &evalkit::Env, name: &str) -> Option<(Child, PathBuf, V
         .args(["evaluate", "--split", "complete", "--subset", "full"])
         .args(["--ids", "0", "--no-gt", "--parallel", "1", "--samples"])
         .arg(&samples)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let freezer = PathBuf::from(format!("/sys/fs/cgroup/freezer/bcb-{}-w0", child.id()));
@@ -135,7 +139,7 @@ fn sigterm_and_ctrl_c_thaw_kill_and_remove_every_sample_and_cgroup() {
         return;
     }
     for (signal, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
-        let (mut bcb, freezer, pids) = start_and_freeze(&env, name).unwrap();
+        let (mut bcb, freezer, pids) = start_and_freeze(&env, name, Stdio::null()).unwrap();
         let _cleanup = Cleanup(vec![freezer.clone()], pids.clone());
         let bcb_pid = bcb.id();
         unsafe { libc::kill(bcb_pid as i32, signal) };
@@ -163,7 +167,7 @@ fn after_sigkill_the_next_bcb_start_thaws_kills_and_removes_what_was_left() {
     if !needs_root_and_freezer() {
         return;
     }
-    let (mut bcb, freezer, pids) = start_and_freeze(&env, "kill").unwrap();
+    let (mut bcb, freezer, pids) = start_and_freeze(&env, "kill", Stdio::null()).unwrap();
     let _cleanup = Cleanup(vec![freezer.clone()], pids.clone());
     let bcb_pid = bcb.id();
     bcb.kill().unwrap(); // SIGKILL: no handler runs
@@ -182,4 +186,34 @@ fn after_sigkill_the_next_bcb_start_thaws_kills_and_removes_what_was_left() {
     let left: Vec<_> = pids.iter().filter(|&&p| alive(p)).collect();
     assert!(left.is_empty(), "sample processes left: {left:?}");
     assert_eq!(cgroups_of(bcb_pid), Vec::<PathBuf>::new(), "cgroups left");
+}
+
+/// The reader of bcb's output is gone (a killed `podman build`, a closed ssh session, `| head`)
+/// when the signal comes: the handler's message meets a closed pipe. Before, `eprintln!`
+/// panicked there, the handler's thread died with it, and no SIGTERM ended the run.
+#[test]
+fn sigterm_ends_a_run_whose_stderr_reader_is_gone() {
+    let Some(env) = evalkit::env() else { return };
+    if !needs_root_and_freezer() {
+        return;
+    }
+    let (mut bcb, freezer, pids) = start_and_freeze(&env, "closed", Stdio::piped()).unwrap();
+    let _cleanup = Cleanup(vec![freezer], pids);
+    drop(bcb.stderr.take());
+    let bcb_pid = bcb.id() as i32;
+    unsafe { libc::kill(bcb_pid, libc::SIGTERM) };
+    let status = wait_exit(&mut bcb, Duration::from_secs(30));
+    if status.is_none() {
+        unsafe { libc::kill(bcb_pid, libc::SIGKILL) };
+    }
+    assert!(
+        status.is_some(),
+        "bcb did not end on SIGTERM with its stderr closed"
+    );
+    assert_eq!(status.unwrap().code(), Some(130));
+    assert_eq!(
+        cgroups_of(bcb_pid as u32),
+        Vec::<PathBuf>::new(),
+        "cgroups left"
+    );
 }
