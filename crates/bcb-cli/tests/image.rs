@@ -211,9 +211,9 @@ const TIMING: [&str; 2] = ["BigCodeBench/461", "BigCodeBench/1040"];
 
 /// A real model's answers (`../real-samples`: Phi-4-multimodal, complete split) to the hard
 /// subset but [`TIMING`], in two halves (task order): two samples files named for the hard
-/// subset's complete split, and each half's task ids. One model, not both: every hard task's
+/// subset's complete split and their rows. One model, not both: every hard task's
 /// real answer runs once on the host and once in a container, within CI's time.
-fn hard_answers(env: &evalkit::Env) -> [(String, Vec<Value>, String); 2] {
+fn hard_answers(env: &evalkit::Env) -> [(String, Vec<Value>); 2] {
     let hard: std::collections::HashSet<String> =
         std::fs::read_to_string(env.dataset_dir.join("hard_task_ids.txt"))
             .unwrap()
@@ -237,14 +237,9 @@ fn hard_answers(env: &evalkit::Env) -> [(String, Vec<Value>, String); 2] {
     assert_eq!(rows.len(), 146, "one answer per hard task but 461 and 1040");
     let (first, second) = rows.split_at(rows.len() / 2);
     [("served", first), ("evaluated", second)].map(|(half, rows)| {
-        let ids: Vec<&str> = rows
-            .iter()
-            .map(|r| r["task_id"].as_str().unwrap())
-            .collect();
         (
             format!("phi4-{half}--bigcodebench-hard-complete--real"),
             rows.to_vec(),
-            ids.join(","),
         )
     })
 }
@@ -296,27 +291,29 @@ fn outcome(results: &Value) -> std::collections::BTreeMap<String, (String, Vec<S
         .collect()
 }
 
+/// `bcb evaluate` on the host of `rows` as the samples file `name` in `dir` (written here).
+fn host_evaluate(env: &evalkit::Env, dir: &Path, name: &str, rows: &[Value]) -> Command {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join(format!("{name}.jsonl"));
+    evalkit::write_jsonl(&file, rows);
+    let mut cmd = env.bcb();
+    cmd.args([
+        "evaluate",
+        "--parallel",
+        "2",
+        "--ids",
+        &ids_of(rows).join(","),
+    ])
+    .arg("--samples")
+    .arg(file);
+    cmd
+}
+
 /// `samples` (of the samples file `name`) evaluated once more on the host, in a folder of
 /// their own: the results file.
 fn host_again(env: &evalkit::Env, name: &str, samples: &[Value]) -> Value {
     let dir = env.path(&format!("host-again-{name}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{name}.jsonl"));
-    evalkit::write_jsonl(&file, samples);
-    let out = env
-        .bcb()
-        .args([
-            "evaluate",
-            "--parallel",
-            "2",
-            "--ids",
-            &ids_of(samples).join(","),
-        ])
-        .arg("--samples")
-        .arg(&file)
-        .output()
-        .unwrap();
-    evalkit::ok(&out);
+    evalkit::ok(&host_evaluate(env, &dir, name, samples).output().unwrap());
     result_files(&dir, name).0
 }
 
@@ -365,23 +362,16 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
         return;
     };
     let podman = Podman(podman);
-    let [(served, served_rows, served_ids), (evaluated, evaluated_rows, ids)] = hard_answers(&env);
+    let [(served, served_rows), (evaluated, evaluated_rows)] = hard_answers(&env);
+    let ids = ids_of(&evaluated_rows).join(",");
 
     // The host's verdicts on both halves, while the image builds (one run each: a run's
     // samples files answer the same tasks; the second finds the first's ground truth cached).
     let host_dir = env.path("host");
-    std::fs::create_dir_all(&host_dir).unwrap();
     let mut host = Vec::new();
-    for (name, rows, ids) in [
-        (&served, &served_rows, &served_ids),
-        (&evaluated, &evaluated_rows, &ids),
-    ] {
-        let file = host_dir.join(format!("{name}.jsonl"));
-        evalkit::write_jsonl(&file, rows);
-        let mut cmd = env.bcb();
-        cmd.args(["evaluate", "--parallel", "2", "--ids", ids, "--samples"])
-            .arg(file)
-            .stdout(Stdio::null());
+    for (name, rows) in [(&served, &served_rows), (&evaluated, &evaluated_rows)] {
+        let mut cmd = host_evaluate(&env, &host_dir, name, rows);
+        cmd.stdout(Stdio::null());
         host.push(cmd);
     }
     let host = std::thread::spawn(move || host.iter_mut().all(|c| c.status().unwrap().success()));
