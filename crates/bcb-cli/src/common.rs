@@ -301,6 +301,7 @@ pub fn stop_on_interrupt() {
     let installed = ctrlc::set_handler(|| {
         if SEEN.swap(true, Ordering::SeqCst) {
             bcb_execute::stop::request();
+            bcb_execute::stop::exiting();
             std::process::exit(130);
         }
         // Not eprintln!: it panics on a closed stderr (the reader of our output gone, as a killed

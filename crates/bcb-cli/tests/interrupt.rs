@@ -1,8 +1,9 @@
 //! An interrupted `bcb evaluate` leaves nothing behind: SIGTERM and Ctrl-C (SIGINT) thaw,
-//! kill and remove every sample and cgroup the run made, even a sample frozen at that moment
-//! (a frozen process takes no signal, not even SIGKILL); after SIGKILL, which no handler sees,
-//! the next bcb start does the same. Before, SIGTERM ended bcb and left the frozen sample and
-//! every `bcb-<pid>-*` cgroup folder, until someone thawed them by hand. SIGTERM does so too
+//! kill and remove every sample, cgroup and work folder the run made, even a sample frozen at
+//! that moment (a frozen process takes no signal, not even SIGKILL); after SIGKILL, which no
+//! handler sees, the next bcb start does the same. Before, SIGTERM ended bcb and left the
+//! frozen sample and every `bcb-<pid>-*` cgroup folder, until someone thawed them by hand, and
+//! every interrupted run left its `bcb-exec-*` work folder in the temp dir. SIGTERM does so too
 //! when whoever read bcb's output is gone.
 
 mod evalkit;
@@ -36,6 +37,17 @@ fn cgroups_of(pid: u32) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// The run's work folders (`bcb-exec-<pid>-*` in the temp dir bcb inherits from us).
+fn work_roots_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("bcb-exec-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
 }
 
 fn alive(pid: i32) -> bool {
@@ -175,6 +187,11 @@ fn sigterm_and_ctrl_c_thaw_kill_and_remove_every_sample_and_cgroup() {
             Vec::<PathBuf>::new(),
             "{name}: cgroups left"
         );
+        assert_eq!(
+            work_roots_of(bcb_pid),
+            Vec::<PathBuf>::new(),
+            "{name}: work folders left"
+        );
     }
 }
 
@@ -194,6 +211,7 @@ fn after_sigkill_the_next_bcb_start_thaws_kills_and_removes_what_was_left() {
         "the frozen sample outlives a bcb killed with SIGKILL"
     );
     assert!(!cgroups_of(bcb_pid).is_empty());
+    assert!(!work_roots_of(bcb_pid).is_empty());
     // Any command that probes the sandbox sweeps on start.
     env.run(&["env", "check"]);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -203,4 +221,9 @@ fn after_sigkill_the_next_bcb_start_thaws_kills_and_removes_what_was_left() {
     let left: Vec<_> = pids.iter().filter(|&&p| alive(p)).collect();
     assert!(left.is_empty(), "sample processes left: {left:?}");
     assert_eq!(cgroups_of(bcb_pid), Vec::<PathBuf>::new(), "cgroups left");
+    assert_eq!(
+        work_roots_of(bcb_pid),
+        Vec::<PathBuf>::new(),
+        "work folders left"
+    );
 }

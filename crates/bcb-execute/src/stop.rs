@@ -2,8 +2,9 @@
 //! signal and calls [`request`]: every local sample is thawed and killed and every cgroup this
 //! process made is removed (a frozen sample takes no signal, so one left behind would stay
 //! frozen for good), and a remote run that ends itself cleanly (E2B kills its sandbox) sees
-//! [`requested`] and stops. A bcb killed by SIGKILL runs none of this: the next bcb's
-//! isolation probe sweeps what it left (`local::cgroups::sweep_stale_cgroups`).
+//! [`requested`] and stops; the run's work folders go with it. A bcb killed by SIGKILL runs
+//! none of this: the next bcb's isolation probe sweeps what it left
+//! (`local::cgroups::sweep_stale_cgroups`, `local::workroot::sweep_stale`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -31,10 +32,17 @@ pub fn request() -> AfterStop {
     REQUESTED.store(true, Ordering::SeqCst);
     crate::local::teardown();
     if GRACEFUL.load(Ordering::SeqCst) == 0 {
+        exiting();
         AfterStop::Exit
     } else {
         AfterStop::Wait
     }
+}
+
+/// Removes what the process would on a normal end (its work folders): called just before
+/// `exit`, after which no destructor runs.
+pub fn exiting() {
+    crate::local::remove_work_roots();
 }
 
 /// Held by a remote run that ends itself once [`requested`]: while one is held, an interrupt

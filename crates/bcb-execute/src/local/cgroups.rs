@@ -47,18 +47,7 @@ pub(crate) fn sweep_stale_cgroups(root: &Path) {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("bcb-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = unsafe { libc::kill(owner, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if owner == std::process::id() as i32 || !gone {
+        if !owner_is_gone(&entry.file_name(), "bcb-") {
             continue;
         }
         let dir = entry.path();
@@ -66,6 +55,23 @@ pub(crate) fn sweep_stale_cgroups(root: &Path) {
         remove_cgroup(&dir);
         tracing::debug!("removed the stale cgroup {}", dir.display());
     }
+}
+
+/// Whether `name` is `{prefix}{pid}-…` of a bcb process that no longer exists (not ours; a
+/// name of another shape is never anyone's leftover).
+fn owner_is_gone(name: &std::ffi::OsStr, prefix: &str) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|pid| pid.parse::<i32>().ok())
+        .is_some_and(pid_is_gone)
+}
+
+/// Whether no process `pid` exists in our PID namespace (never true of ourselves).
+pub(crate) fn pid_is_gone(pid: i32) -> bool {
+    pid != std::process::id() as i32
+        && unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// This process's cgroup in the v1 hierarchy of `controller` mounted at `root` (the root

@@ -16,6 +16,7 @@ mod schedule;
 mod slot;
 mod verdict;
 mod wire;
+mod workroot;
 mod zygote;
 
 pub(crate) use cgroups::teardown;
@@ -25,3 +26,4 @@ pub use protection::{Protection, ProtectionKind};
 pub use sandbox::{host_isolation, landlock_abi, Isolation};
 pub use schedule::default_max_in_flight;
 pub use verdict::{INTEGRITY_FAILED, MEMORY_LIMIT};
+pub(crate) use workroot::remove_live as remove_work_roots;

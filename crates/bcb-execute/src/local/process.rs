@@ -14,6 +14,7 @@ use super::sandbox::{host_isolation, Isolation};
 use super::schedule::{default_max_in_flight, run_queue, Admission};
 use super::slot::{Slot, SlotSpec};
 use super::verdict::{read_job_result, slot_failure, Reading};
+use super::workroot::WorkRoot;
 use crate::intake::{run_via_serve, JobSource, OnServed};
 use crate::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
 
@@ -22,7 +23,7 @@ pub(crate) struct Base {
     pub cfg: ExecConfig,
     pub iso: Isolation,
     pub env: Vec<(String, String)>,
-    root: tempfile::TempDir,
+    root: WorkRoot,
     /// The harness's entry script, written into `root` (`python -I` runs it).
     harness: PathBuf,
 }
@@ -49,10 +50,7 @@ impl Base {
         // environment (secrets) through /proc/<pid>/environ.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
         let iso = iso.for_python(&cfg.python);
-        let root = tempfile::Builder::new()
-            .prefix("bcb-exec-")
-            .tempdir()
-            .context("cannot create a work directory")?;
+        let root = WorkRoot::create().context("cannot create a work directory")?;
         if iso.uid_switch && !iso.mountns {
             // Without a private root the sample (uid 65534) works in a dir under this one.
             use std::os::unix::fs::PermissionsExt;

@@ -252,6 +252,8 @@ pub fn host_isolation() -> Isolation {
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
         }
+        // After the cgroups' sweep: no sample of a dead bcb still works in its folder.
+        super::workroot::sweep_stale(&std::env::temp_dir());
         iso
     })
     .clone()
