@@ -156,8 +156,17 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
     );
     let rows = samples(&env);
     // A client that reads one streamed verdict and goes away: its other jobs are cancelled,
-    // the server stays healthy and answers the next request in full.
-    let many: Vec<Value> = (0..8).flat_map(|_| rows.clone()).collect();
+    // the server stays healthy and answers the next request in full. Each of its samples
+    // sleeps a second first, so the request outlasts a client descheduled for a few seconds
+    // (seen under load: a request of quick samples all answered before the client hung up).
+    let many: Vec<Value> = (0..24)
+        .map(|i| {
+            let mut row = rows[i % rows.len()].clone();
+            let program = row["solution"].as_str().unwrap();
+            row["solution"] = json!(format!("import time\ntime.sleep(1)\n{program}"));
+            row
+        })
+        .collect();
     {
         let mut res = reqwest::blocking::Client::new()
             .post(format!("{}/v1/evaluate", server.url))
