@@ -28,7 +28,8 @@ def results_rows(path):
 
 def compare(out):
     cores = int(open(os.path.join(out, "cores")).read())
-    print("run                 wall     floor  ratio  (floor = max(sum sample CPU / cores, longest job))")
+    print("run                 wall     floor  ratio  machine floor  ratio  (floor = max(sum sample CPU / cores, "
+          "longest job); the machine's counts the load's CPU during the run in the sum)")
     verdicts = {}  # (kind, task, program) -> [status per run]
     programs = {}
     runs = sorted(glob.glob(os.path.join(out, "gt-*.journal.jsonl")))
@@ -36,9 +37,14 @@ def compare(out):
         name = os.path.basename(path)[: -len(".journal.jsonl")]
         rows = journal_rows(path)
         wall = float(open(os.path.join(out, name + ".time")).read().split()[0])
-        floor = max(sum(r[4] for r in rows) / cores, max((r[3] for r in rows), default=0.0))
+        longest = max((r[3] for r in rows), default=0.0)
+        floor = max(sum(r[4] for r in rows) / cores, longest)
+        load_path = os.path.join(out, name + ".load")
+        load = float(open(load_path).read()) if os.path.exists(load_path) else 0.0
+        machine = max((sum(r[4] for r in rows) + load) / cores, longest)
         left = open(os.path.join(out, name + ".left")).read().strip()
-        print(f"{name:16s} {wall:8.1f}s {floor:8.1f}s  {wall / floor:5.2f}  left behind: {left}")
+        print(f"{name:16s} {wall:8.1f}s {floor:8.1f}s  {wall / floor:5.2f}  {machine:11.1f}s  {wall / machine:5.2f}  "
+              f"left behind: {left}")
         for t, prog, status, _, _ in rows:
             verdicts.setdefault(("gt", t, prog), []).append(status)
     for path in sorted(glob.glob(os.path.join(out, "samples-*", "*_eval_results.json"))):

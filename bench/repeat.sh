@@ -4,7 +4,8 @@
 # another evaluation runs beside it; then every (task, program) whose verdict differed between
 # runs, with the original harness's own repeat of those programs beside it (ORIGINAL_REPEATS).
 # After each run it checks that nothing of it is left: no `bcb-<pid>-*` cgroup, no process.
-# Each run's wall is printed beside its floor, max(sum of sample CPU / cores, longest job).
+# Each run's wall is printed beside its floor, max(sum of sample CPU / cores, longest job), and
+# beside the machine's floor, which counts the load's CPU during the run too.
 #
 # usage: bench/repeat.sh [K=3] [P=2] [parallel=nproc]
 # env:   LOAD=eval (default: a `bcb evaluate --check-gt-only --subset hard` loop beside the
@@ -47,15 +48,26 @@ leftovers() { # pid
     echo "$groups cgroups, $procs processes"
 }
 
+# CPU seconds the load's processes have used so far (their process groups' utime + stime).
+load_cpu() {
+    local total=0 p t
+    for p in "${load_pids[@]}"; do
+        for t in $(ps -o cputimes= -g "$p" 2>/dev/null); do total=$((total + t)); done
+    done
+    echo "$total"
+}
+
 for i in $(seq "$k"); do
     name=gt-$i cache=$out/gt-$i-cache
     rm -rf "$cache"; mkdir -p "$cache"
+    load_before=$(load_cpu)
     echo "== $name: bcb evaluate --check-gt-only --subset full --parallel $parallel" >&2
     BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M' -o "$out/$name.time" \
         "$bcb" evaluate --check-gt-only --subset full --parallel "$parallel" "${ids[@]}" \
         >"$out/$name.out" 2>"$out/$name.err" &
     pid=$!
     wait "$pid" || true
+    echo $(($(load_cpu) - load_before)) >"$out/$name.load"
     leftovers "$pid" >"$out/$name.left"
     cp "$cache"/ground-truth/*.jsonl "$out/$name.journal.jsonl"
     rm -rf "$cache"

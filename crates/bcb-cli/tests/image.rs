@@ -359,17 +359,19 @@ fn repeat_both_sides(
     [&box_dir, &host_dir].map(|dir| outcomes(&result_files(dir, name).0))
 }
 
-/// Where the first runs' outcomes of the image and the host differ: each such task is run
-/// again on both sides ([`repeat_both_sides`]), and some outcome must then be seen on both.
-/// The (task, image's, host's outcomes) that never met.
-fn never_agreeing(
-    first: [&BTreeMap<String, BTreeSet<Outcome>>; 2],
-    again: impl FnOnce(&[String]) -> [BTreeMap<String, BTreeSet<Outcome>>; 2],
-) -> Vec<(String, BTreeSet<Outcome>, BTreeSet<Outcome>)> {
+/// Where the first runs' outcomes of the image and the host differ: each such task's sample
+/// (of `samples`, the samples file `name`) is run again on both sides
+/// ([`repeat_both_sides`]), and some outcome must then be seen on both, or `what` fails.
+fn assert_outcomes_meet(
+    (env, podman, tag): (&evalkit::Env, &Podman, &str),
+    name: &str,
+    samples: &[Value],
+    [image, host]: [&BTreeMap<String, BTreeSet<Outcome>>; 2],
+    what: &str,
+) {
     let keyed = |m: &BTreeMap<String, BTreeSet<Outcome>>, id: &str| -> BTreeSet<Outcome> {
         m.get(id).cloned().unwrap_or_default()
     };
-    let [image, host] = first;
     let ids: BTreeSet<&String> = image.keys().chain(host.keys()).collect();
     let differing: Vec<String> = ids
         .into_iter()
@@ -377,11 +379,16 @@ fn never_agreeing(
         .cloned()
         .collect();
     if differing.is_empty() {
-        return Vec::new();
+        return;
     }
     eprintln!("differing on the first run, run again on both sides: {differing:?}");
-    let [image_again, host_again] = again(&differing);
-    differing
+    let rows: Vec<Value> = samples
+        .iter()
+        .filter(|s| differing.contains(&id_of(s)))
+        .cloned()
+        .collect();
+    let [image_again, host_again] = repeat_both_sides(env, podman, tag, name, &rows);
+    let still: Vec<_> = differing
         .into_iter()
         .map(|id| {
             let mut on_image = keyed(image, &id);
@@ -391,7 +398,8 @@ fn never_agreeing(
             (id, on_image, on_host)
         })
         .filter(|(_, on_image, on_host)| on_image.is_disjoint(on_host))
-        .collect()
+        .collect();
+    assert!(still.is_empty(), "{what}: (task, image, host) {still:?}");
 }
 
 /// `bcb evaluate` of `rows` (the samples file `name`, written to `dir`, a mount owned by the
@@ -586,18 +594,13 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
     // training), and some answers' outcomes are chance ([`REPEATS`]). A task whose outcome
     // differs is run again on both sides, and the two must then give one outcome alike.
     let host_served = outcomes(&result_files(&host_dir, &served).0);
-    let still = never_agreeing([&served_outcomes, &host_served], |ids| {
-        let rows: Vec<Value> = served_rows
-            .iter()
-            .filter(|s| ids.contains(&id_of(s)))
-            .cloned()
-            .collect();
-        repeat_both_sides(&env, &podman, &tag, &served, &rows)
-    });
-    assert!(
-        still.is_empty(),
-        "bcb serve in the image answers the host's verdicts and failing tests: \
-         (task, image, host) {still:?}"
+    let sides = (&env, &podman, tag.as_str());
+    assert_outcomes_meet(
+        sides,
+        &served,
+        &served_rows,
+        [&served_outcomes, &host_served],
+        "bcb serve in the image answers the host's verdicts and failing tests",
     );
 
     let status = podman.run(&["wait", &evaluate.name]);
@@ -626,18 +629,12 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
             "bcb evaluate in the image writes the host's pass@k file"
         );
     }
-    let still = never_agreeing([&image_outcomes, &host_outcomes], |ids| {
-        let rows: Vec<Value> = evaluated_rows
-            .iter()
-            .filter(|s| ids.contains(&id_of(s)))
-            .cloned()
-            .collect();
-        repeat_both_sides(&env, &podman, &tag, &evaluated, &rows)
-    });
-    assert!(
-        still.is_empty(),
-        "bcb evaluate in the image writes the host's verdicts and failing tests: \
-         (task, image, host) {still:?}"
+    assert_outcomes_meet(
+        sides,
+        &evaluated,
+        &evaluated_rows,
+        [&image_outcomes, &host_outcomes],
+        "bcb evaluate in the image writes the host's verdicts and failing tests",
     );
     drop((serve, evaluate));
 
