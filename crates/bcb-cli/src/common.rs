@@ -290,6 +290,13 @@ pub fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Writes a line to stderr, ignoring a closed one (the reader of our output gone, as a killed
+/// `podman build` or ssh session leaves it), where `eprintln!` would panic.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Ctrl-C, SIGTERM and SIGHUP stop the run whole: every local sample is thawed and killed
 /// and its cgroups removed (`bcb_execute::stop`), then bcb exits with 130. Each finished
 /// verdict is already in the journal, so the same command resumes. A remote run that ends
@@ -304,14 +311,8 @@ pub fn stop_on_interrupt() {
             bcb_execute::stop::exiting();
             std::process::exit(130);
         }
-        // Not eprintln!: it panics on a closed stderr (the reader of our output gone, as a killed
-        // `podman build` or ssh session leaves it), and a panic here kills the handler's thread,
-        // after which no signal ends the run.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "bcb: interrupted: stopping every sample (what finished is in the journal; the same command resumes)"
-        );
+        // A panic here would kill the handler's thread, after which no signal ends the run.
+        say("bcb: interrupted: stopping every sample (what finished is in the journal; the same command resumes)");
         if bcb_execute::stop::request() == bcb_execute::stop::AfterStop::Exit {
             std::process::exit(130);
         }

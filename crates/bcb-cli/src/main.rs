@@ -107,10 +107,8 @@ fn main() -> ExitCode {
         // default) because the executors write to worker pipes that may close under them.
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            // Not eprintln!: with the reader of our stderr gone it panics, and the run would
-            // end with 101 instead of its error's code.
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            // Not eprintln!: a panic would end the run with 101 instead of its error's code.
+            common::say(&format!("error: {err:#}"));
             ExitCode::from(2)
         }
     }
