@@ -214,19 +214,11 @@ impl Bell {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{JobId, Program, Status};
+    use crate::{Program, Status};
 
     fn job(i: usize) -> Job {
-        Job {
-            id: JobId::new("t", Program::Sample(i), &i.to_string()),
-            code: "".into(),
-            test: "".into(),
-            entry_point: "task_func".into(),
-            time_limit: Duration::from_secs(1),
-            kind: crate::JobKind::Unittest,
-            expected_secs: None,
-            expected_cpu_secs: None,
-        }
+        // Distinct programs, so none is deduplicated.
+        Job::for_test("t", Program::Sample(i), &format!("# {i}"), "")
     }
 
     #[test]

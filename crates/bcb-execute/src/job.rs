@@ -123,6 +123,21 @@ impl Job {
             JobKind::Unittest => None,
         }
     }
+
+    /// A unittest job of `task` for the unit tests: a 1-s limit, no expectations.
+    #[cfg(test)]
+    pub(crate) fn for_test(task: &str, program: Program, code: &str, test: &str) -> Job {
+        Job {
+            id: JobId::new(task, program, code),
+            code: code.into(),
+            test: test.into(),
+            entry_point: "task_func".into(),
+            time_limit: Duration::from_secs(1),
+            kind: JobKind::Unittest,
+            expected_secs: None,
+            expected_cpu_secs: None,
+        }
+    }
 }
 
 /// Resource limits applied to every sample.

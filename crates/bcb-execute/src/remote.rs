@@ -197,14 +197,8 @@ mod tests {
 
     fn job(n: usize, secs: u64) -> Job {
         Job {
-            id: JobId::new(&format!("BigCodeBench/{n}"), Program::Sample(0), "x"),
-            code: "x".into(),
-            test: "".into(),
-            entry_point: "task_func".into(),
             time_limit: Duration::from_secs(secs),
-            kind: crate::JobKind::Unittest,
-            expected_secs: None,
-            expected_cpu_secs: None,
+            ..Job::for_test(&format!("BigCodeBench/{n}"), Program::Sample(0), "x", "")
         }
     }
 

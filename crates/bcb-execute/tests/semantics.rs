@@ -154,7 +154,7 @@ fn a_long_traceback_keeps_its_last_exception_line() {
 fn a_cold_path_job_between_warm_ones_keeps_the_warm_slot() {
     let Some(py) = python() else { return };
     let pass = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), 1)\n";
-    let code = "def task_func():\n    return 1\n";
+    let code = "import numpy\ndef task_func():\n    return 1\n";
     let cold = "import tensorflow\ndef task_func():\n    return 1\n";
     let jobs = vec![
         job(0, "warm", code, pass, 10.0),
@@ -162,16 +162,54 @@ fn a_cold_path_job_between_warm_ones_keeps_the_warm_slot() {
         job(2, "warm", code, pass, 10.0),
     ];
     // One worker and no extra slots: every job goes through the same slot or the cold path.
-    let cfg = bcb_execute::ExecConfig {
-        max_in_flight: 1,
-        ..config(py, 1)
-    };
-    let pool =
-        bcb_execute::PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap();
+    let pool = pool_without_overlap(py, 1);
     let out = run_on(&pool, jobs);
     assert_eq!(out[&0].status, Status::Pass, "{:?}", out[&0]);
     assert_eq!(out[&2].status, Status::Pass, "{:?}", out[&2]);
     assert_eq!(pool.slots_started(), 1, "the warm slot was replaced");
+}
+
+/// Jobs that import only the standard library run in the worker's light slot (no preloads:
+/// numpy is not in its `sys.modules`), the others in the warm one (numpy is), alternately on
+/// one worker: each slot's sample process, forked ahead, survives the other slot's jobs. Both
+/// find what their slot imported frozen (`gc.freeze()`: the warm slot's 100K+ objects).
+#[test]
+fn standard_library_jobs_take_the_light_slot_and_the_rest_the_warm_one() {
+    let Some(py) = python() else { return };
+    let preloaded = |warm: bool| {
+        let (numpy, frozen) = if warm {
+            ("True", "n > 50000")
+        } else {
+            ("False", "0 < n < 50000")
+        };
+        format!(
+            "import gc\nimport sys\nimport unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual('numpy' in sys.modules, {numpy})\n        n = gc.get_freeze_count()\n        self.assertTrue({frozen}, n)\n"
+        )
+    };
+    let light = "import os\ndef task_func():\n    return 1\n";
+    let warm = "import PIL\ndef task_func():\n    return 1\n";
+    let jobs = (0..6)
+        .map(|i| {
+            let (code, test) = if i % 2 == 0 {
+                (light, preloaded(false))
+            } else {
+                (warm, preloaded(true))
+            };
+            job(i, &format!("t{i}"), code, &test, 30.0)
+        })
+        .collect();
+    let pool = pool_without_overlap(py, 1);
+    let out = run_on(&pool, jobs);
+    for (key, o) in &out {
+        assert_eq!(o.status, Status::Pass, "sample {key}: {o:?}");
+    }
+    assert_eq!(out.len(), 6);
+    assert_eq!(
+        pool.slots_started(),
+        2,
+        "a slot was replaced: {}",
+        pool.slots_started()
+    );
 }
 
 /// `multiprocessing.Pool.terminate()` with busy workers, as BigCodeBench/205 and /363's

@@ -7,23 +7,15 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bcb_execute::{Executor, PoolExecutor, Program, Status};
+use bcb_execute::{Executor, Program, Status};
 use common::*;
 
 /// Burns about `secs` of CPU, then passes.
+/// Imports numpy, so it runs in a warm slot (the standard library alone takes the light one).
 fn spinner(secs: f64) -> String {
     format!(
-        "import time\ndef task_func():\n    end = time.process_time() + {secs}\n    while time.process_time() < end:\n        pass\n    return 1\n"
+        "import numpy\nimport time\ndef task_func():\n    end = time.process_time() + {secs}\n    while time.process_time() < end:\n        pass\n    return 1\n"
     )
-}
-
-/// A pool of `workers` and no overlap slots: every slot it starts is accounted for.
-fn pool(python: std::path::PathBuf, workers: usize) -> PoolExecutor {
-    let cfg = bcb_execute::ExecConfig {
-        max_in_flight: workers,
-        ..config(python, workers)
-    };
-    PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap()
 }
 
 fn children_cpu_secs() -> f64 {
@@ -91,7 +83,7 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn slots_are_forked_warm_and_their_cpu_counts_in_our_process_tree() {
     let Some(py) = python() else { return };
-    let pool = pool(py, 2);
+    let pool = pool_without_overlap(py, 2);
     let code = spinner(0.5);
     let jobs = (0..4)
         .map(|i| job(i, "spin", &code, ONE_TEST, 30.0))
@@ -118,8 +110,8 @@ fn slots_are_forked_warm_and_their_cpu_counts_in_our_process_tree() {
 #[test]
 fn a_dead_zygote_leaves_the_next_sample_a_fresh_slot() {
     let Some(py) = python() else { return };
-    let pool = pool(py, 1);
-    let code = "def task_func():\n    return 1\n";
+    let pool = pool_without_overlap(py, 1);
+    let code = "import numpy\ndef task_func():\n    return 1\n";
     let jobs = vec![
         job(0, "first", code, ONE_TEST, 30.0),
         job(1, "second", code, ONE_TEST, 30.0),

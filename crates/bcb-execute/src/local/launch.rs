@@ -97,6 +97,27 @@ pub(crate) const PRELOAD: &[&str] = &[
     "select",
 ];
 
+/// Modules the light slot imports once: the standard library's that the tasks importing
+/// nothing else use most, and whose import takes a millisecond or more (the rest are there
+/// after the interpreter's start anyway).
+pub(crate) const LIGHT_PRELOAD: &[&str] = &[
+    "unittest.mock",
+    "ctypes",
+    "select",
+    "random",
+    "shutil",
+    "tempfile",
+    "json",
+    "doctest",
+    "pathlib",
+    "hashlib",
+    "datetime",
+    "csv",
+    "glob",
+    "zipfile",
+    "urllib.request",
+];
+
 /// Parent variables a sample may see (nothing that could hold a secret).
 const ENV_ALLOW: &[&str] = &[
     EnvVars::LANG,

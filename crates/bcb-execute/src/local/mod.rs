@@ -11,6 +11,7 @@ mod pool;
 mod process;
 mod procfs;
 mod protection;
+mod route;
 mod sandbox;
 mod schedule;
 mod slot;

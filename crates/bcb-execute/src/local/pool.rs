@@ -1,15 +1,17 @@
 //! Pre-warmed pool: one long-lived interpreter per worker, one sandboxed fork per sample.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::cgroups::SlotCgroups;
 use super::freeze::Seat;
-use super::launch::PRELOAD;
+use super::launch::{LIGHT_PRELOAD, PRELOAD};
 use super::process::{run_cold, setup_failure, Base};
+use super::route::{route, stdlib_modules, Route};
 use super::sandbox::{host_isolation, Isolation};
 use super::schedule::run_queue;
 use super::slot::{Slot, SlotSpec};
@@ -31,6 +33,8 @@ pub struct PoolExecutor {
     warm_every: AtomicBool,
     /// Workers of the serving loop still warming up ([`Executor::wait_warm`]).
     warming: WarmGate,
+    /// The eval interpreter's standard-library modules: which jobs the light slot takes.
+    stdlib: OnceLock<HashSet<String>>,
 }
 
 /// Counts the workers of [`Executor::serve`] still warming up, for whoever waits on them.
@@ -77,6 +81,7 @@ impl PoolExecutor {
             slots_forked: AtomicUsize::new(0),
             warm_every: AtomicBool::new(false),
             warming: WarmGate::default(),
+            stdlib: OnceLock::new(),
         })
     }
 
@@ -85,6 +90,11 @@ impl PoolExecutor {
     /// [`Executor::run`] starts its own.
     pub fn slots_started(&self) -> usize {
         self.slots_started.load(Ordering::Relaxed)
+    }
+
+    fn stdlib_modules(&self) -> &HashSet<String> {
+        self.stdlib
+            .get_or_init(|| stdlib_modules(&self.base.cfg.python))
     }
 
     /// Of [`Self::slots_started`], those forked warm by the session's zygote.
@@ -135,26 +145,16 @@ impl PoolExecutor {
     }
 }
 
-/// Tasks whose libraries must not be preloaded (huge, thread pools at import): cold path.
-pub fn needs_cold_path(job: &Job) -> bool {
-    const HEAVY: &[&str] = &["tensorflow", "torch", "keras", "jax"];
-    [&job.code, &job.test].iter().any(|src| {
-        src.lines().any(|line| {
-            let l = line.trim_start();
-            (l.starts_with("import ") || l.starts_with("from "))
-                && HEAVY.iter().any(|h| {
-                    l.split(|c: char| !c.is_alphanumeric() && c != '_')
-                        .any(|word| word == *h)
-                })
-        })
-    })
-}
-
 struct Worker {
     warm: SlotSpec,
     cold: SlotSpec,
+    light: SlotSpec,
     slot: Option<Slot>,
+    /// Started on the first job that imports only the standard library ([`Route::Light`]).
+    light_slot: Option<Slot>,
     _cgroups: SlotCgroups,
+    /// The light slot's own, for the same reason as the cold path's.
+    _light_cgroups: SlotCgroups,
     /// The cold path's own: its cleanup kills everything in its cgroups, and the warm slot's
     /// next sample process waits in the warm ones meanwhile (forked ahead).
     _cold_cgroups: SlotCgroups,
@@ -166,18 +166,26 @@ impl PoolExecutor {
     fn worker(&self, w: usize, warm_now: bool, zygote: Option<&Zygote>) -> Result<Worker> {
         let (warm, cgroups) = self.base.spec(&format!("w{w}"), PRELOAD, false)?;
         let (cold, cold_cgroups) = self.base.spec(&format!("w{w}-cold"), &[], true)?;
-        let slot = if warm_now {
-            self.spawn_slot(&warm, None, zygote)
+        let (light, light_cgroups) =
+            self.base
+                .spec(&format!("w{w}-light"), LIGHT_PRELOAD, false)?;
+        let start = |spec: &SlotSpec, zygote: Option<&Zygote>| {
+            self.spawn_slot(spec, None, zygote)
                 .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
-        } else {
-            None
         };
+        let slot = warm_now.then(|| start(&warm, zygote)).flatten();
+        // A service's first light job should not wait for an interpreter either.
+        let light_now = warm_now && self.warm_every.load(Ordering::Relaxed);
+        let light_slot = light_now.then(|| start(&light, None)).flatten();
         Ok(Worker {
             warm,
             cold,
+            light,
             slot,
+            light_slot,
             _cgroups: cgroups,
+            _light_cgroups: light_cgroups,
             _cold_cgroups: cold_cgroups,
         })
     }
@@ -189,31 +197,33 @@ impl PoolExecutor {
         seat: &Seat,
         zygote: Option<&Zygote>,
     ) -> Result<Outcome, ExecError> {
-        if needs_cold_path(job) {
-            return run_cold(&w.cold, job, seat);
-        }
+        let (spec, held, zygote) = match route(job, self.stdlib_modules()) {
+            Route::Cold => return run_cold(&w.cold, job, seat),
+            Route::Light => (&w.light, &mut w.light_slot, None),
+            Route::Warm => (&w.warm, &mut w.slot, zygote),
+        };
         let start = Instant::now();
-        if w.slot
+        if held
             .as_mut()
             .is_some_and(|s| !s.is_alive() || s.jobs_done >= RECYCLE_AFTER)
         {
-            w.slot = None;
+            *held = None;
         }
-        if w.slot.is_none() {
-            match self.spawn_slot(&w.warm, Some(seat), zygote) {
-                Ok(s) => w.slot = Some(s),
+        if held.is_none() {
+            match self.spawn_slot(spec, Some(seat), zygote) {
+                Ok(s) => *held = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
                     return run_cold(&w.cold, job, seat);
                 }
             }
         }
-        let slot = w.slot.as_mut().expect("slot present");
+        let slot = held.as_mut().expect("slot present");
         let sent = Instant::now();
         match slot.run(job, seat) {
             Ok(msg) => {
                 log_stages(&msg, sent.elapsed());
-                match read_job_result(job, &msg, start.elapsed().as_secs_f64(), w.warm.cfg.hacks) {
+                match read_job_result(job, &msg, start.elapsed().as_secs_f64(), spec.cfg.hacks) {
                     Reading::Done(o) => Ok(o),
                     Reading::Abnormal(first) => {
                         let mut o = run_cold(&w.cold, job, seat)?;
@@ -230,7 +240,7 @@ impl PoolExecutor {
                 }
             }
             Err(f) => {
-                w.slot = None;
+                *held = None;
                 slot_failure(&f, start.elapsed().as_secs_f64())
             }
         }
@@ -274,7 +284,8 @@ impl PoolExecutor {
             let extra = admission.extra_slots(usize::MAX);
             self.warming.expect(admission.workers + extra);
         }
-        // Declared before the workers: it outlives every slot it forks.
+        self.stdlib_modules(); // asked once, before any worker waits on it
+                               // Declared before the workers: it outlives every slot it forks.
         let zygote = self.zygote();
         let zygote = zygote.as_ref();
         let make = |w: usize, primary: bool| {
@@ -292,8 +303,10 @@ impl PoolExecutor {
         // After each verdict is out, the slot finishes its cleanup before asking for more.
         let settle = |state: &mut Result<Worker>| {
             if let Ok(w) = state {
-                if w.slot.as_mut().is_some_and(|s| !s.settle()) {
-                    w.slot = None;
+                for held in [&mut w.slot, &mut w.light_slot] {
+                    if held.as_mut().is_some_and(|s| !s.settle()) {
+                        *held = None;
+                    }
                 }
             }
         };

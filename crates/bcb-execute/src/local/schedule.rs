@@ -443,7 +443,7 @@ pub(crate) fn run_queue<W>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{JobId, Program};
+    use crate::Program;
 
     fn rule() -> Admission {
         Admission::new(2, 10, 8192)
@@ -606,16 +606,7 @@ mod tests {
     }
 
     fn job(task: &str, i: usize) -> Job {
-        Job {
-            id: JobId::new(task, Program::Sample(i), ""),
-            code: "".into(),
-            test: "".into(),
-            entry_point: "task_func".into(),
-            time_limit: Duration::from_secs(1),
-            kind: crate::JobKind::Unittest,
-            expected_secs: None,
-            expected_cpu_secs: None,
-        }
+        Job::for_test(task, Program::Sample(i), "", "")
     }
 
     fn order(q: &VecDeque<Job>) -> Vec<String> {

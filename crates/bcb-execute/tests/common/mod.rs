@@ -35,6 +35,15 @@ pub fn config(python: PathBuf, parallel: usize) -> ExecConfig {
     }
 }
 
+/// A pool of `workers` and no overlap slots: every slot it starts is accounted for.
+pub fn pool_without_overlap(python: PathBuf, workers: usize) -> bcb_execute::PoolExecutor {
+    let cfg = ExecConfig {
+        max_in_flight: workers,
+        ..config(python, workers)
+    };
+    bcb_execute::PoolExecutor::with_isolation(cfg, bcb_execute::host_isolation()).unwrap()
+}
+
 /// A job whose id carries `key` as its sample index (tests look outcomes up by it).
 pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job {
     Job {

@@ -1,6 +1,7 @@
 """The pool's zygote (`bcb_harness.py --zygote`): imports the preloads once, then forks
 each warm slot on request."""
 
+import gc
 import json
 import os
 import signal
@@ -29,6 +30,10 @@ def zygote_main():
     sock = socket.socket(fileno=CTRL_IN)
     t0 = time.time()
     failed = import_preloads(json.loads(sock.recv(1 << 20)).get("preload") or [])
+    # The imports' garbage goes before the slots share the heap; what stays is frozen there
+    # (see `slot.main`).
+    gc.collect()
+    gc.freeze()
     sock.send(json.dumps({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed}).encode())
     while True:
         # Slots that exited are reaped here, and only here: every pidfd handed out was opened
