@@ -172,6 +172,11 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
     };
     let session = start(&pool, GtMode::Use);
     assert_eq!(pool.slots_started(), 3, "the overlap slots were not warmed");
+    assert_eq!(
+        pool.light_slots_started(),
+        3,
+        "the light slots were not warmed"
+    );
     assert!(pool.wait_warm(Duration::ZERO));
     let answers: Vec<_> = session
         .submit(
@@ -188,6 +193,7 @@ fn a_warm_session_starts_with_every_slot_warm_the_overlap_ones_included() {
         3,
         "a slot was started for the first burst"
     );
+    assert_eq!(pool.light_slots_started(), 3);
     session.close();
 
     // A session whose ground truth needs no run (cached, as a replica's often is, or skipped

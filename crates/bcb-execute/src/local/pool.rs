@@ -29,6 +29,8 @@ pub struct PoolExecutor {
     slots_started: AtomicUsize,
     /// Of those, the ones the zygote forked (the others imported their preloads themselves).
     slots_forked: AtomicUsize,
+    /// Light interpreters started so far ([`Route::Light`]), apart from the warm ones.
+    light_slots_started: AtomicUsize,
     /// Warm every worker as serving starts ([`Executor::warm_every_worker`]).
     warm_every: AtomicBool,
     /// Workers of the serving loop still warming up ([`Executor::wait_warm`]).
@@ -79,6 +81,7 @@ impl PoolExecutor {
             base: Base::new(cfg, iso)?,
             slots_started: AtomicUsize::new(0),
             slots_forked: AtomicUsize::new(0),
+            light_slots_started: AtomicUsize::new(0),
             warm_every: AtomicBool::new(false),
             warming: WarmGate::default(),
             stdlib: OnceLock::new(),
@@ -100,6 +103,17 @@ impl PoolExecutor {
     /// Of [`Self::slots_started`], those forked warm by the session's zygote.
     pub fn slots_forked(&self) -> usize {
         self.slots_forked.load(Ordering::Relaxed)
+    }
+
+    /// Light interpreters (no preloads, for jobs of the standard library alone) started so far.
+    pub fn light_slots_started(&self) -> usize {
+        self.light_slots_started.load(Ordering::Relaxed)
+    }
+
+    /// A light slot: started afresh, with nothing of the zygote's to share.
+    fn spawn_light_slot(&self, spec: &SlotSpec, seat: Option<&Seat>) -> Result<Slot> {
+        self.light_slots_started.fetch_add(1, Ordering::Relaxed);
+        Slot::spawn_for(spec, seat)
     }
 
     /// A warm slot: forked by the zygote, or (without one, or when it failed) started afresh.
@@ -169,15 +183,18 @@ impl PoolExecutor {
         let (light, light_cgroups) =
             self.base
                 .spec(&format!("w{w}-light"), LIGHT_PRELOAD, false)?;
-        let start = |spec: &SlotSpec, zygote: Option<&Zygote>| {
-            self.spawn_slot(spec, None, zygote)
-                .inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
+        let started = |slot: Result<Slot>| {
+            slot.inspect_err(|e| tracing::warn!("pool slot failed to start: {e:#}"))
                 .ok()
         };
-        let slot = warm_now.then(|| start(&warm, zygote)).flatten();
+        let slot = warm_now
+            .then(|| started(self.spawn_slot(&warm, None, zygote)))
+            .flatten();
         // A service's first light job should not wait for an interpreter either.
         let light_now = warm_now && self.warm_every.load(Ordering::Relaxed);
-        let light_slot = light_now.then(|| start(&light, None)).flatten();
+        let light_slot = light_now
+            .then(|| started(self.spawn_light_slot(&light, None)))
+            .flatten();
         Ok(Worker {
             warm,
             cold,
@@ -197,10 +214,11 @@ impl PoolExecutor {
         seat: &Seat,
         zygote: Option<&Zygote>,
     ) -> Result<Outcome, ExecError> {
-        let (spec, held, zygote) = match route(job, self.stdlib_modules()) {
+        let route = route(job, self.stdlib_modules());
+        let (spec, held) = match route {
             Route::Cold => return run_cold(&w.cold, job, seat),
-            Route::Light => (&w.light, &mut w.light_slot, None),
-            Route::Warm => (&w.warm, &mut w.slot, zygote),
+            Route::Light => (&w.light, &mut w.light_slot),
+            Route::Warm => (&w.warm, &mut w.slot),
         };
         let start = Instant::now();
         if held
@@ -210,7 +228,12 @@ impl PoolExecutor {
             *held = None;
         }
         if held.is_none() {
-            match self.spawn_slot(spec, Some(seat), zygote) {
+            let spawned = if route == Route::Light {
+                self.spawn_light_slot(spec, Some(seat))
+            } else {
+                self.spawn_slot(spec, Some(seat), zygote)
+            };
+            match spawned {
                 Ok(s) => *held = Some(s),
                 Err(e) => {
                     tracing::warn!("pool slot failed to start ({e:#}); using a cold process");
