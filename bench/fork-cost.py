@@ -7,13 +7,16 @@ usage: $BCB_PYTHON bench/fork-cost.py [N=40] [touch]
 """
 import gc
 import os
+import re
 import resource
 import sys
 import time
 
-PRELOAD = ["numpy", "pandas", "matplotlib", "scipy", "scipy.stats", "sklearn", "sklearn.model_selection",
-           "sklearn.linear_model", "sklearn.preprocessing", "seaborn", "statsmodels.api", "requests", "bs4",
-           "PIL.Image", "nltk", "unittest.mock", "ctypes", "select"]
+# The pool's list itself, read from the Rust source (one list, not a copy that drifts).
+_launch = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "bcb-execute", "src",
+                            "local", "launch.rs")).read()
+_body = _launch[_launch.index("pub(crate) const PRELOAD"):]
+PRELOAD = re.findall(r'"([^"]+)"', _body[: _body.index("];")])
 
 import matplotlib  # noqa: E402
 

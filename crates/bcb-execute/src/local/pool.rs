@@ -307,10 +307,11 @@ impl PoolExecutor {
             let extra = admission.extra_slots(usize::MAX);
             self.warming.expect(admission.workers + extra);
         }
-        self.stdlib_modules(); // asked once, before any worker waits on it
-                               // Declared before the workers: it outlives every slot it forks.
+        // Declared before the workers: it outlives every slot it forks.
         let zygote = self.zygote();
         let zygote = zygote.as_ref();
+        // Asked once, while the zygote imports, before any job needs it.
+        self.stdlib_modules();
         let make = |w: usize, primary: bool| {
             let warm_now = primary || (warm_every && admission.room_for_one_more());
             let worker = self.worker(w, warm_now, zygote);

@@ -24,41 +24,36 @@ pub(crate) enum Route {
 /// Frameworks never preloaded and never run in a warm interpreter.
 const COLD: &[&str] = &["tensorflow", "torch", "keras", "jax"];
 
-/// The top-level module of every `import a.b, c as d` / `from a.b import x` line of `src`
-/// (indented ones too; a relative import names none).
+/// The top-level module of every `import a.b, c as d` / `from a.b import x` statement of
+/// `src` (indented ones and `;`-separated ones too; a relative import names none).
 fn imported_modules(src: &str) -> impl Iterator<Item = &str> {
-    src.lines().flat_map(|line| {
-        let l = line.trim_start();
-        let names = if let Some(rest) = l.strip_prefix("import ") {
-            rest.split(';').next().unwrap_or("")
-        } else if let Some(rest) = l.strip_prefix("from ") {
-            rest.split_whitespace().next().unwrap_or("")
-        } else {
-            ""
-        };
-        names.split(',').filter_map(|part| {
-            let top = part.split_whitespace().next()?.split('.').next()?;
-            (!top.is_empty()).then_some(top)
+    src.lines()
+        .flat_map(|line| line.split(';'))
+        .flat_map(|statement| {
+            let s = statement.trim_start();
+            let names = if let Some(rest) = s.strip_prefix("import ") {
+                rest
+            } else if let Some(rest) = s.strip_prefix("from ") {
+                rest.split_whitespace().next().unwrap_or("")
+            } else {
+                ""
+            };
+            names.split(',').filter_map(|part| {
+                let top = part.split_whitespace().next()?.split('.').next()?;
+                (!top.is_empty()).then_some(top)
+            })
         })
-    })
 }
 
 /// The route of `job`; `stdlib` holds the eval interpreter's standard-library module names
 /// (empty when unknown: then nothing takes the light slot).
 pub(crate) fn route(job: &Job, stdlib: &HashSet<String>) -> Route {
     let mut light = !stdlib.is_empty();
-    for src in [&*job.code, &*job.test] {
-        // A word match too, as before: `import os, tensorflow` or `from keras.layers import`.
-        for line in src.lines() {
-            let l = line.trim_start();
-            if (l.starts_with("import ") || l.starts_with("from "))
-                && l.split(|c: char| !c.is_alphanumeric() && c != '_')
-                    .any(|word| COLD.contains(&word))
-            {
-                return Route::Cold;
-            }
+    for module in imported_modules(&job.code).chain(imported_modules(&job.test)) {
+        if COLD.contains(&module) {
+            return Route::Cold;
         }
-        light = light && imported_modules(src).all(|m| stdlib.contains(m));
+        light = light && stdlib.contains(module);
     }
     if light {
         Route::Light
@@ -116,7 +111,7 @@ mod tests {
     fn modules_of_every_import_form() {
         let src = "import os, re as r\nfrom collections.abc import Mapping\n  import numpy.linalg as la\nfrom . import x\nimport json; import pandas\n# imports nothing\n";
         let mods: Vec<&str> = imported_modules(src).collect();
-        assert_eq!(mods, ["os", "re", "collections", "numpy", "json"]);
+        assert_eq!(mods, ["os", "re", "collections", "numpy", "json", "pandas"]);
     }
 
     #[test]
