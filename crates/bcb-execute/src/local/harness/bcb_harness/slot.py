@@ -11,7 +11,7 @@ import time
 from . import PROTOCOL
 from .channel import CTRL_IN, CTRL_OUT, LineReader, send
 from .clock import frozen_clock_create
-from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl, unshare
+from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, collapse_heap, prctl, unshare
 from .supervisor import Forked, run_job
 
 
@@ -80,6 +80,8 @@ def main(forked_slot=False):
     # page by page (about 110 ms of a sample's CPU with the pool's preloads). No collection
     # first: in a slot the zygote forked, it would copy that heap into the slot itself.
     gc.freeze()
+    if cfg.get("preload") and not forked_slot:
+        collapse_heap()  # a forked slot shares the zygote's, collapsed there
     if cfg.get("freezer"):
         # An extra slot warms up inside its sample cgroup (so it can be frozen); the supervisor
         # itself must be outside it before any sample runs there.

@@ -8,7 +8,7 @@ import signal
 import time
 
 from .channel import CTRL_IN, CTRL_OUT
-from .kernel import PR_SET_PDEATHSIG, close_all_but, prctl
+from .kernel import PR_SET_PDEATHSIG, close_all_but, collapse_heap, prctl
 from .reap import reap_all
 from .slot import import_preloads, main
 
@@ -34,6 +34,7 @@ def zygote_main():
     # (see `slot.main`).
     gc.collect()
     gc.freeze()
+    collapse_heap()
     sock.send(json.dumps({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed}).encode())
     while True:
         # Slots that exited are reaped here, and only here: every pidfd handed out was opened
