@@ -34,7 +34,6 @@ MNT_DETACH = 2
 PR_SET_DUMPABLE = 4
 
 MADV_COLLAPSE = 25
-HUGE_PAGE = 2 << 20
 
 
 _libc = None
@@ -90,28 +89,32 @@ def umount2(target, flags):
 
 def collapse_heap():
     """Moves the process's anonymous heap (malloc's and the large private mappings the
-    preloads made) onto transparent huge pages, where 2 MB-aligned ranges of it exist: a fork
-    then copies one page-table entry for each 2 MB instead of 512, and the child's exit frees
-    as few (bench/README.md has the cost saved). A copy-on-write fault in a child
-    still copies 4 KB (the kernel splits the huge mapping first). `MADV_COLLAPSE` is used alone,
-    without `MADV_HUGEPAGE`: the mappings keep small pages for what a sample allocates later.
-    Best effort: a kernel without it (before 6.1) or with THP off leaves the heap as it was."""
+    preloads made) onto transparent huge pages, where aligned ranges of it exist: a fork then
+    copies one page-table entry per huge page (2 MB on x86-64, where it copied 512), and the
+    child's exit frees as few (bench/README.md has the cost saved). A copy-on-write fault in a
+    child still copies one small page (the kernel splits the huge mapping first).
+    `MADV_COLLAPSE` is used alone, without `MADV_HUGEPAGE`: the mappings keep small pages for
+    what a sample allocates later. Best effort: a kernel without it (before 6.1) or with THP
+    off leaves the heap as it was."""
     import ctypes
 
     madvise = libc().madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     try:
+        # The PMD's size: 2 MB on x86-64, 512 MB on arm64 with 64 KB pages.
+        with open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") as f:
+            huge = int(f.read())
         with open("/proc/self/maps") as f:
             maps = f.read().splitlines()
-    except OSError:
-        return
+    except (OSError, ValueError):
+        return  # no THP here
     for line in maps:
         fields = line.split()
         if fields[1] != "rw-p" or (len(fields) > 5 and fields[5] != "[heap]"):
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
-        start = -(-start // HUGE_PAGE) * HUGE_PAGE
-        end = end // HUGE_PAGE * HUGE_PAGE
+        start = -(-start // huge) * huge
+        end = end // huge * huge
         if end > start:
             madvise(start, end - start, MADV_COLLAPSE)  # fails harmlessly where unpopulated
 
