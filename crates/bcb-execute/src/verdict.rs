@@ -255,6 +255,15 @@ pub enum Remark {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         then: Option<Box<Remark>>,
     },
+    /// The sample was held beside others (frozen, or waiting for a core at the lowest CPU
+    /// weight) for `held_ms` and did not pass, so it ran again never held: the first run's
+    /// status, and the second run's own remark. The verdict is the second run's.
+    RerunUnheld {
+        held_ms: u64,
+        first: Status,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        then: Option<Box<Remark>>,
+    },
     /// Free text: another backend's remark, or a journal written before remarks were typed.
     Other { text: String },
 }
@@ -275,6 +284,7 @@ impl Remark {
             Remark::InSampleAlarm => "in_sample_alarm",
             Remark::Skipped { .. } => "skipped",
             Remark::RetriedCold { .. } => "retried_cold",
+            Remark::RerunUnheld { .. } => "rerun_unheld",
             Remark::Other { .. } => "other",
         }
     }
@@ -301,17 +311,23 @@ impl Remark {
 
     /// Whether a verdict with this remark may be reused by later runs: not after a kill, a
     /// harness fault or a cold retry (the machine's doing, maybe), nor for text we cannot
-    /// read.
+    /// read. An unheld rerun's verdict is as good as its own remark.
     pub fn keeps_verdict_reusable(&self) -> bool {
+        if let Remark::RerunUnheld { then, .. } = self {
+            return then.as_ref().is_none_or(|r| r.keeps_verdict_reusable());
+        }
         !(self.is_kill()
             || self.is_harness_fault()
             || matches!(self, Remark::RetriedCold { .. } | Remark::Other { .. }))
     }
 
-    /// The remark this one comes down to (a cold retry's first cause).
+    /// The remark this one comes down to (a cold retry's first cause; an unheld rerun's own).
     pub fn cause(&self) -> &Remark {
         match self {
             Remark::RetriedCold { after, .. } => after.cause(),
+            Remark::RerunUnheld {
+                then: Some(then), ..
+            } => then.cause(),
             other => other,
         }
     }
@@ -338,6 +354,20 @@ impl fmt::Display for Remark {
                 Some(then) => write!(f, "{then}; retried cold after: {after}"),
                 None => write!(f, "retried cold after: {after}"),
             },
+            Remark::RerunUnheld {
+                held_ms,
+                first,
+                then,
+            } => {
+                if let Some(then) = then {
+                    write!(f, "{then}; ")?;
+                }
+                let held = *held_ms as f64 / 1000.0;
+                write!(
+                    f,
+                    "ran again never held: the first run, held {held:.1} s, ended {first}"
+                )
+            }
             Remark::Other { text } => f.write_str(text),
         }
     }
@@ -418,6 +448,11 @@ mod tests {
             Remark::RetriedCold {
                 after: Box::new(Remark::InSampleAlarm),
                 then: None,
+            },
+            Remark::RerunUnheld {
+                held_ms: 1500,
+                first: Status::Fail,
+                then: Some(Box::new(Remark::Skipped { tests: 1 })),
             },
             Remark::Other { text: text("t") },
         ] {

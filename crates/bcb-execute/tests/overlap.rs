@@ -10,7 +10,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use bcb_execute::{executor_for, Job, Outcome, Program, Status};
+use bcb_execute::{executor_for, Job, Outcome, Program, Remark, Status};
 use common::{config, job, python, ONE_TEST};
 
 const SLEEPER: &str = "import time\ndef task_func():\n    time.sleep(120)\n    return 1\n";
@@ -277,4 +277,50 @@ fn servers_beside_computing_primaries(primary: &str, server_test: &str) {
         beside >= 1,
         "no server sample ran beside the computing primaries: {seen:?}"
     );
+}
+
+/// Sleeps four seconds (the primaries compute by then), then times a second of its own CPU:
+/// BigCodeBench/821's shape, a test that times its own work against a fixed tolerance.
+const TIMES_ITS_WORK: &str = "import time\ndef task_func():\n    time.sleep(4)\n    t = time.time()\n    c = time.thread_time()\n    while time.thread_time() - c < 1.0:\n        pass\n    return time.time() - t\n";
+const TIMES_ITS_WORK_TEST: &str = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_on_time(self):\n        self.assertLess(task_func(), 1.6)\n";
+
+/// An extra sample is held (frozen, or credited at the lowest weight) while the primaries
+/// compute; its deadlines move, but a clock the sample reads itself does not. BigCodeBench/821
+/// failed so beside a CPU-bound load: a held sample's failure is not a verdict, it runs
+/// again as a primary (never held) and that run's verdict counts.
+#[test]
+fn a_held_sample_that_fails_is_judged_again_unheld() {
+    let Some(py) = python() else { return };
+    let _quiet = QuietCpu::enter();
+    let mut jobs: Vec<Job> = (0..2)
+        .map(|k| job(k, "computes", WAKES_AND_COMPUTES, ONE_TEST, 30.0))
+        .collect();
+    jobs.extend((10..12).map(|k| job(k, "timer", TIMES_ITS_WORK, TIMES_ITS_WORK_TEST, 30.0)));
+    let exec = executor_for("pool", config(py, 2)).expect("executor");
+    let t0 = Instant::now();
+    let seen = Mutex::new(Vec::new());
+    exec.run(jobs, &|job, o| {
+        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
+        let end = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "{}: {:?} wall {:.1}s ended at {end:.1}s {:?} {:?}",
+            job.id, o.status, o.wall_secs, o.remark, o.details
+        );
+        seen.lock()
+            .unwrap()
+            .push((job.task_id().to_string(), o, end));
+        std::ops::ControlFlow::Continue(())
+    })
+    .expect("run");
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 4, "every job reported once");
+    for (task, o, _) in &seen {
+        assert_eq!(o.status, Status::Pass, "{task}: {seen:?}");
+    }
+    // The timers were held beside the primaries (the case this is about), not run after them.
+    let held = seen
+        .iter()
+        .filter(|(_, o, _)| matches!(o.remark, Some(Remark::RerunUnheld { .. })))
+        .count();
+    assert!(held >= 1, "no timer was held and judged again: {seen:?}");
 }

@@ -36,11 +36,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::freeze::{govern, promote_oldest, thaw_oldest, Role, Seat};
+use super::freeze::{govern, promote_oldest, thaw_oldest, Role, Seat, RERUN_HELD_OVER};
 use super::procfs::{cpu_jiffies, mem_available_mb, thread_state};
-use crate::intake::{JobSource, OnServed, Peek};
+use crate::intake::{JobSource, OnServed, Peek, Ticket};
 use crate::job::SLEEPER_CPU_SHARE;
-use crate::{ExecError, Job, Outcome, Status};
+use crate::{ExecError, Job, Outcome, Remark, Status};
 
 /// How often the idle-CPU sampler measures (10 jiffies per CPU at USER_HZ 100), and how
 /// long a waiting overlap slot naps. Short, so an overlap slot can fill a core that a hung
@@ -232,6 +232,36 @@ struct Shared {
     /// Which overlap slots run a sample. A slot asks only while every lower one is busy,
     /// so already warm slots are reused before another one warms up.
     extra_busy: Vec<bool>,
+    /// Samples held past [`RERUN_HELD_OVER`] that did not pass, waiting for a primary role
+    /// to run again in: they go before the queue, and before an extra's promotion.
+    reruns: VecDeque<Rerun>,
+}
+
+/// A job to run again never held.
+struct Rerun {
+    ticket: Ticket,
+    job: Job,
+    first: HeldRun,
+}
+
+/// What a held run of a sample gave: its status and the time it was held.
+#[derive(Clone, Copy)]
+struct HeldRun {
+    status: Status,
+    held: Duration,
+}
+
+impl HeldRun {
+    /// The rerun's outcome, saying what came before it.
+    fn mark(self, outcome: &mut Result<Outcome, ExecError>) {
+        if let Ok(o) = outcome {
+            o.remark = Some(Remark::RerunUnheld {
+                held_ms: self.held.as_millis() as u64,
+                first: self.status,
+                then: o.remark.take().map(Box::new),
+            });
+        }
+    }
 }
 
 /// Whether `outcome` is a timeout spent mostly waiting rather than computing.
@@ -271,6 +301,7 @@ pub(crate) fn run_queue<W>(
         last_admission: None,
         sleepy: HashSet::new(),
         extra_busy: vec![false; extra],
+        reruns: VecDeque::new(),
     });
     let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
     let finished = AtomicBool::new(false);
@@ -317,99 +348,148 @@ pub(crate) fn run_queue<W>(
                 // An overlap slot that just finished a sample may go on (see `Load::renewing`).
                 let mut just_finished = false;
                 loop {
+                    // Set when this worker takes a held sample's rerun.
+                    let mut rerun: Option<HeldRun> = None;
                     let next = {
                         let mut s = shared.lock().unwrap();
-                        let front = match source.peek() {
-                            Peek::Ready(task) => task,
-                            Peek::Closed => break,
-                            Peek::Idle => {
-                                drop(s);
-                                source.wait(INTERVAL);
-                                continue;
+                        if s.primaries < workers && !s.reruns.is_empty() {
+                            let Rerun { ticket, job, first } =
+                                s.reruns.pop_front().expect("a rerun waits");
+                            s.in_flight += 1;
+                            s.primaries += 1;
+                            if !primary {
+                                s.extra_busy[w - workers] = true;
                             }
-                        };
-                        let next_sleeps = s.sleepy.contains(&front);
-                        let my_turn = primary
-                            || just_finished
-                            || s.extra_busy[..w - workers].iter().all(|b| *b);
-                        // A primary role is free: this sample always runs (a primary worker's
-                        // role may have gone to an extra sample that outlived its own).
-                        let role_free = s.primaries < workers;
-                        let asks = primary || my_turn;
-                        let measured = *idle.lock().unwrap();
-                        let fresh = measured
-                            .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
-                        let load = Load {
-                            in_flight: s.in_flight,
-                            idle_cores: fresh.map(|m| m.idle_cores),
-                            demand: fresh.and_then(|m| m.demand),
-                            renewing: measured
-                                .filter(|_| just_finished)
-                                .and_then(|m| m.asked.or(m.demand)),
-                            mem_available_mb: if asks && !role_free {
-                                mem_available_mb()
+                            seats[w].begin(Role::Primary, false);
+                            rerun = Some(first);
+                            Some((ticket, job))
+                        } else {
+                            let front = match source.peek() {
+                                Peek::Ready(task) => task,
+                                // A sample still running may yet want its rerun.
+                                Peek::Closed if s.in_flight == 0 && s.reruns.is_empty() => break,
+                                Peek::Closed => {
+                                    drop(s);
+                                    std::thread::sleep(INTERVAL);
+                                    continue;
+                                }
+                                Peek::Idle => {
+                                    drop(s);
+                                    source.wait(INTERVAL);
+                                    continue;
+                                }
+                            };
+                            let next_sleeps = s.sleepy.contains(&front);
+                            let my_turn = primary
+                                || just_finished
+                                || s.extra_busy[..w - workers].iter().all(|b| *b);
+                            // A primary role is free: this sample always runs (a primary worker's
+                            // role may have gone to an extra sample that outlived its own).
+                            let role_free = s.primaries < workers;
+                            let asks = primary || my_turn;
+                            let measured = *idle.lock().unwrap();
+                            let fresh = measured
+                                .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
+                            let load = Load {
+                                in_flight: s.in_flight,
+                                idle_cores: fresh.map(|m| m.idle_cores),
+                                demand: fresh.and_then(|m| m.demand),
+                                renewing: measured
+                                    .filter(|_| just_finished)
+                                    .and_then(|m| m.asked.or(m.demand)),
+                                mem_available_mb: if asks && !role_free {
+                                    mem_available_mb()
+                                } else {
+                                    None
+                                },
+                                next_sleeps,
+                            };
+                            let renew = load.renewing.is_some();
+                            just_finished = false;
+                            let admitted = asks && (role_free || admission.admits(&load));
+                            if admitted && !role_free && !next_sleeps && thaw_oldest(seats) {
+                                // The core that frees goes to the oldest frozen extra, not to a
+                                // new sample (which would start at the default weight and take
+                                // it, while the frozen one waits behind long primaries for
+                                // minutes); the next admission waits for a fresh measurement.
+                                s.last_admission = Some(Instant::now());
+                                None
+                            } else if admitted {
+                                // The source may have lost the job meanwhile (a cancel).
+                                let pulled = source.pull();
+                                if let Some((_, job)) = &pulled {
+                                    s.in_flight += 1;
+                                    if !primary {
+                                        s.extra_busy[w - workers] = true;
+                                    }
+                                    // A sample expected to sleep runs beside the primaries rather
+                                    // than as one, where there are extra slots to run beside: a
+                                    // primary role held by a sleeper (BigCodeBench/461: 156 s of
+                                    // wall, about 1 s of CPU) leaves its core to whatever the
+                                    // admission of extras manages to start, and only those.
+                                    let sleeper =
+                                        extra > 0 && (next_sleeps || job.expected_to_sleep());
+                                    let role = if role_free && !sleeper {
+                                        s.primaries += 1;
+                                        Role::Primary
+                                    } else {
+                                        if !sleeper && !renew {
+                                            s.last_admission = Some(Instant::now());
+                                        }
+                                        Role::Extra
+                                    };
+                                    seats[w].begin(role, sleeper);
+                                }
+                                pulled
                             } else {
                                 None
-                            },
-                            next_sleeps,
-                        };
-                        let renew = load.renewing.is_some();
-                        just_finished = false;
-                        let admitted = asks && (role_free || admission.admits(&load));
-                        if admitted && !role_free && !next_sleeps && thaw_oldest(seats) {
-                            // The core that frees goes to the oldest frozen extra, not to a
-                            // new sample (which would start at the default weight and take
-                            // it, while the frozen one waits behind long primaries for
-                            // minutes); the next admission waits for a fresh measurement.
-                            s.last_admission = Some(Instant::now());
-                            None
-                        } else if admitted {
-                            // The source may have lost the job meanwhile (a cancel).
-                            let pulled = source.pull();
-                            if let Some((_, job)) = &pulled {
-                                s.in_flight += 1;
-                                if !primary {
-                                    s.extra_busy[w - workers] = true;
-                                }
-                                // A sample expected to sleep runs beside the primaries rather
-                                // than as one, where there are extra slots to run beside: a
-                                // primary role held by a sleeper (BigCodeBench/461: 156 s of
-                                // wall, about 1 s of CPU) leaves its core to whatever the
-                                // admission of extras manages to start, and only those.
-                                let sleeper = extra > 0 && (next_sleeps || job.expected_to_sleep());
-                                let role = if role_free && !sleeper {
-                                    s.primaries += 1;
-                                    Role::Primary
-                                } else {
-                                    if !sleeper && !renew {
-                                        s.last_admission = Some(Instant::now());
-                                    }
-                                    Role::Extra
-                                };
-                                seats[w].begin(role, sleeper);
                             }
-                            pulled
-                        } else {
-                            None
                         }
                     };
                     let Some((ticket, job)) = next else {
                         std::thread::sleep(INTERVAL);
                         continue;
                     };
-                    let outcome = step(&mut state, &job, &seats[w]);
+                    let mut outcome = step(&mut state, &job, &seats[w]);
                     {
                         let mut s = shared.lock().unwrap();
                         s.in_flight -= 1;
-                        if seats[w].end() == Some(Role::Primary) {
+                        let ended = seats[w].end();
+                        let held = ended.map_or(Duration::ZERO, |e| e.held);
+                        // A held sample's failure is no verdict (see `RERUN_HELD_OVER`);
+                        // a rerun is never held, so it runs once more at most.
+                        let again = rerun.is_none()
+                            && held > RERUN_HELD_OVER
+                            && outcome.as_ref().is_ok_and(|o| o.status != Status::Pass);
+                        if ended.is_some_and(|e| e.role == Role::Primary) {
                             s.primaries -= 1;
-                            if promote_oldest(seats) {
+                            // A waiting rerun takes the role rather than the oldest extra.
+                            if s.reruns.is_empty() && !again && promote_oldest(seats) {
                                 s.primaries += 1;
                             }
                         }
                         if !primary {
                             s.extra_busy[w - workers] = false;
                             just_finished = true;
+                        }
+                        if again {
+                            let status = outcome.as_ref().map_or(Status::Fail, |o| o.status);
+                            tracing::debug!(
+                                "{} ended {status} held {:.1} s: it runs again, never held",
+                                job.id,
+                                held.as_secs_f64()
+                            );
+                            s.reruns.push_back(Rerun {
+                                ticket,
+                                job,
+                                first: HeldRun { status, held },
+                            });
+                            drop(s);
+                            settle(&mut state);
+                            continue;
+                        }
+                        if let Some(first) = rerun {
+                            first.mark(&mut outcome);
                         }
                         if let Some(o) = outcome
                             .as_ref()
@@ -679,6 +759,97 @@ mod tests {
             };
             assert_eq!(role, Some(want), "{task}");
         }
+    }
+
+    /// One worker and one overlap slot. A known sleeper runs as the extra; held (credited) for
+    /// over a second, it fails, and runs again as the primary once the role frees, where it
+    /// passes: that verdict is reported, once, with what came before. A sample that failed
+    /// unheld is not run again, and a rerun that fails is final.
+    #[test]
+    fn a_held_sample_that_failed_runs_again_as_a_primary_and_only_that_verdict_counts() {
+        use crate::local::freeze::Freezable;
+        use crate::local::wire::ControlPipe;
+        let sleeper = |task: &str| Job {
+            expected_secs: Some(100.0),
+            expected_cpu_secs: Some(0.5),
+            ..job(task, 0)
+        };
+        let jobs = vec![sleeper("held"), job("fails", 0), sleeper("held-twice")];
+        let (_supervisor, ctrl) = std::io::pipe().unwrap();
+        let ctrl = std::sync::Arc::new(ControlPipe::new(std::fs::File::from(
+            std::os::fd::OwnedFd::from(ctrl),
+        )));
+        let cgroup = tempfile::tempdir().unwrap();
+        let runs = Mutex::new(Vec::new());
+        let step = |_: &mut (), j: &Job, seat: &Seat| -> Result<Outcome, ExecError> {
+            let role = seat.role().expect("a running seat");
+            runs.lock().unwrap().push((j.task_id().to_string(), role));
+            let held = role == Role::Extra && j.task_id().starts_with("held");
+            if held {
+                let f = std::sync::Arc::new(Freezable::new(
+                    cgroup.path().to_path_buf(),
+                    None,
+                    ctrl.clone(),
+                    0,
+                ));
+                seat.attach(f.clone());
+                // It waited that long for a core at the lowest weight.
+                f.credit(RERUN_HELD_OVER + Duration::from_millis(200));
+                seat.detach();
+            }
+            let pass = j.task_id() == "held" && !held;
+            let status = if pass { Status::Pass } else { Status::Fail };
+            Ok(Outcome::new(status, Default::default()))
+        };
+        let done = Mutex::new(Vec::new());
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(
+            &source,
+            Some(3),
+            Admission::new(1, 2, 0),
+            &|_, _| (),
+            &step,
+            &|_| {},
+            &|_, j: Job, o: Result<Outcome, ExecError>| {
+                done.lock()
+                    .unwrap()
+                    .push((j.task_id().to_string(), o.unwrap()));
+            },
+        );
+        let mut runs = runs.into_inner().unwrap();
+        runs.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then((a.1 == Role::Primary).cmp(&(b.1 == Role::Primary)))
+        });
+        assert_eq!(
+            runs,
+            [
+                ("fails".to_string(), Role::Primary),
+                ("held".to_string(), Role::Extra),
+                ("held".to_string(), Role::Primary),
+                ("held-twice".to_string(), Role::Extra),
+                ("held-twice".to_string(), Role::Primary),
+            ]
+        );
+        let mut done = done.into_inner().unwrap();
+        done.sort_by(|a, b| a.0.cmp(&b.0));
+        let verdicts: Vec<(&str, Status, Option<&str>)> = done
+            .iter()
+            .map(|(t, o)| (t.as_str(), o.status, o.remark.as_ref().map(Remark::kind)))
+            .collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("fails", Status::Fail, None),
+                ("held", Status::Pass, Some("rerun_unheld")),
+                ("held-twice", Status::Fail, Some("rerun_unheld")),
+            ]
+        );
+        let Some(Remark::RerunUnheld { held_ms, first, .. }) = &done[1].1.remark else {
+            unreachable!()
+        };
+        assert_eq!(*first, Status::Fail);
+        assert!(*held_ms >= RERUN_HELD_OVER.as_millis() as u64, "{held_ms}");
     }
 
     #[test]

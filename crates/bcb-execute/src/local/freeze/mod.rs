@@ -74,3 +74,10 @@ const FREEZE_CPU_SHARE: f64 = 0.25;
 /// the same budget (`freeze_budget_secs` on the wire) and thaws the sample itself once it is
 /// spent, so a governor that stopped, or lost track of a freeze, cannot leave one frozen.
 pub(crate) const FREEZE_BUDGET: Duration = Duration::from_secs(60);
+
+/// Held (frozen or credited) for this long, a sample that did not pass runs again as a
+/// primary, never held, and that run's verdict counts: its deadlines moved by the time held,
+/// but a clock it reads itself did not (BigCodeBench/821 times five 1-s sleeps against
+/// 0.5 s of slack). Below it, a hold is no more than a primary's own waits for a core on a
+/// busy machine (821 passed credited 0.2 s beside a CPU-bound load).
+pub(crate) const RERUN_HELD_OVER: Duration = Duration::from_secs(1);

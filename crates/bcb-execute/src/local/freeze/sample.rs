@@ -141,7 +141,7 @@ impl Freezable {
 
     /// Time the extra sample waited for a core: its deadlines move by it, as they do by
     /// frozen time (the supervisor adds it to the same clock).
-    pub(super) fn credit(&self, lost: Duration) {
+    pub(crate) fn credit(&self, lost: Duration) {
         let mut c = self.clock.lock().unwrap();
         let lost = lost.min(FREEZE_BUDGET.saturating_sub(c.total));
         if c.ended || c.primary || c.since.is_some() || lost.is_zero() {
@@ -223,6 +223,15 @@ impl Freezable {
     /// adds it to the deadline).
     pub fn frozen_for(&self) -> Duration {
         self.clock.lock().unwrap().held().min(FREEZE_BUDGET)
+    }
+
+    /// Time a sample (not a slot warming up, which times nothing of its own) was held, frozen
+    /// or credited: what a clock it reads itself saw pass beyond its own work.
+    pub fn sample_held(&self) -> Duration {
+        match self.ctrl {
+            Some(_) => self.frozen_for(),
+            None => Duration::ZERO,
+        }
     }
 
     /// The sample's threads with their run and wait times, and how many are runnable now

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::sample::Freezable;
 use super::weights::PRIMARY_CPU_SHARES;
@@ -31,6 +31,15 @@ pub(super) struct Running {
     /// The last measurement while thawed: when, the CPU ticks, and each thread's runnable
     /// time (none while frozen: a thawed sample starts a fresh baseline).
     pub(super) last: Option<Measured>,
+    /// Time the job's sample processes so far were held (see [`Freezable::sample_held`]).
+    pub(super) held: Duration,
+}
+
+/// A sample that ended: its role at the end, and how long it was held in all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Ended {
+    pub role: Role,
+    pub held: Duration,
 }
 
 pub(super) struct Measured {
@@ -57,6 +66,7 @@ impl Seat {
             sample: None,
             recent: VecDeque::new(),
             last: None,
+            held: Duration::ZERO,
         });
     }
 
@@ -66,13 +76,17 @@ impl Seat {
         self.running.lock().unwrap().as_ref().map(|r| r.role)
     }
 
-    /// Ends the running sample; returns its role at the end.
-    pub fn end(&self) -> Option<Role> {
-        let r = self.running.lock().unwrap().take()?;
+    /// Ends the running sample; returns its role at the end and the time it was held.
+    pub fn end(&self) -> Option<Ended> {
+        let mut r = self.running.lock().unwrap().take()?;
         if let Some(f) = &r.sample {
             f.end();
+            r.held += f.sample_held();
         }
-        Some(r.role)
+        Some(Ended {
+            role: r.role,
+            held: r.held,
+        })
     }
 
     /// The executor's handle on the running sample, for as long as its slot runs it.
@@ -101,6 +115,7 @@ impl Seat {
         if let Some(r) = self.running.lock().unwrap().as_mut() {
             if let Some(f) = r.sample.take() {
                 f.end();
+                r.held += f.sample_held();
             }
         }
     }
@@ -151,7 +166,6 @@ pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
 mod tests {
     use super::*;
     use crate::local::freeze::governor::govern;
-    use std::time::Duration;
 
     #[test]
     fn roles_follow_samples_the_oldest_extra_takes_a_finished_primarys_place() {
@@ -160,14 +174,14 @@ mod tests {
         seats[2].begin(Role::Extra, false);
         std::thread::sleep(Duration::from_millis(5));
         seats[3].begin(Role::Extra, false);
-        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert_eq!(seats[0].end().map(|e| e.role), Some(Role::Primary));
         assert!(promote_oldest(&seats));
         let role = |i: usize| seats[i].running.lock().unwrap().as_ref().map(|r| r.role);
         assert_eq!(role(2), Some(Role::Primary), "the oldest extra");
         assert_eq!(role(3), Some(Role::Extra));
         // the worker that ran the finished primary now starts an extra
         seats[0].begin(Role::Extra, false);
-        assert_eq!(seats[2].end(), Some(Role::Primary));
+        assert_eq!(seats[2].end().map(|e| e.role), Some(Role::Primary));
         assert!(promote_oldest(&seats));
         assert_eq!(role(3), Some(Role::Primary));
         assert_eq!(role(0), Some(Role::Extra));
@@ -205,12 +219,12 @@ mod tests {
         let seats: Vec<Seat> = (0..3).map(|_| Seat::default()).collect();
         seats[0].begin(Role::Primary, false);
         seats[1].begin(Role::Extra, true);
-        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert_eq!(seats[0].end().map(|e| e.role), Some(Role::Primary));
         assert!(!promote_oldest(&seats), "the only extra sleeps");
         std::thread::sleep(Duration::from_millis(5));
         seats[2].begin(Role::Extra, false);
         seats[0].begin(Role::Primary, false);
-        assert_eq!(seats[0].end(), Some(Role::Primary));
+        assert_eq!(seats[0].end().map(|e| e.role), Some(Role::Primary));
         assert!(promote_oldest(&seats));
         let role = |i: usize| seats[i].running.lock().unwrap().as_ref().map(|r| r.role);
         assert_eq!(
