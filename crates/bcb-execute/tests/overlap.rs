@@ -236,27 +236,11 @@ fn servers_beside_computing_primaries(primary: &str, server_test: &str) {
     let _quiet = QuietCpu::enter();
     // The two primaries sleep first, so the idle cores admit the server samples beside them;
     // then the primaries keep both cores busy while the servers' tests go round.
-    let mut jobs: Vec<Job> = (0..2)
-        .map(|k| job(k, "computes", primary, ONE_TEST, 30.0))
+    let servers = (10..13).map(|k| job(k, "server", SERVER, server_test, 30.0));
+    let seen: Vec<(String, Status, f64, f64)> = beside_two_primaries(py, primary, servers)
+        .into_iter()
+        .map(|(task, o, end)| (task, o.status, end - o.wall_secs, end))
         .collect();
-    jobs.extend((10..13).map(|k| job(k, "server", SERVER, server_test, 30.0)));
-    let exec = executor_for("pool", config(py, 2)).expect("executor");
-    let t0 = Instant::now();
-    let seen = Mutex::new(Vec::new());
-    exec.run(jobs, &|job, o| {
-        let o = o.unwrap_or_else(|e| panic!("{}: no verdict: {e}", job.id));
-        let end = t0.elapsed().as_secs_f64();
-        eprintln!(
-            "{}: {:?} wall {:.1}s ended at {end:.1}s {:?}",
-            job.id, o.status, o.wall_secs, o.details
-        );
-        seen.lock()
-            .unwrap()
-            .push((job.task_id().to_string(), o.status, end - o.wall_secs, end));
-        std::ops::ControlFlow::Continue(())
-    })
-    .expect("run");
-    let seen = seen.into_inner().unwrap();
     for (task, status, _, _) in &seen {
         assert_eq!(*status, Status::Pass, "{task}: {seen:?}");
     }
@@ -292,10 +276,31 @@ const TIMES_ITS_WORK_TEST: &str = "import unittest\nclass TestCases(unittest.Tes
 fn a_held_sample_that_fails_is_judged_again_unheld() {
     let Some(py) = python() else { return };
     let _quiet = QuietCpu::enter();
+    let timers = (10..12).map(|k| job(k, "timer", TIMES_ITS_WORK, TIMES_ITS_WORK_TEST, 30.0));
+    let seen = beside_two_primaries(py, WAKES_AND_COMPUTES, timers);
+    assert_eq!(seen.len(), 4, "every job reported once");
+    for (task, o, _) in &seen {
+        assert_eq!(o.status, Status::Pass, "{task}: {seen:?}");
+    }
+    // The timers were held beside the primaries (the case this is about), not run after them.
+    let held = seen
+        .iter()
+        .filter(|(_, o, _)| matches!(o.remark, Some(Remark::RerunUnheld { .. })))
+        .count();
+    assert!(held >= 1, "no timer was held and judged again: {seen:?}");
+}
+
+/// Runs two `primary` samples (task "computes") and then `others` on a pool of two workers;
+/// returns each job's task, outcome and when it ended (seconds from the start).
+fn beside_two_primaries(
+    py: std::path::PathBuf,
+    primary: &str,
+    others: impl Iterator<Item = Job>,
+) -> Vec<(String, Outcome, f64)> {
     let mut jobs: Vec<Job> = (0..2)
-        .map(|k| job(k, "computes", WAKES_AND_COMPUTES, ONE_TEST, 30.0))
+        .map(|k| job(k, "computes", primary, ONE_TEST, 30.0))
         .collect();
-    jobs.extend((10..12).map(|k| job(k, "timer", TIMES_ITS_WORK, TIMES_ITS_WORK_TEST, 30.0)));
+    jobs.extend(others);
     let exec = executor_for("pool", config(py, 2)).expect("executor");
     let t0 = Instant::now();
     let seen = Mutex::new(Vec::new());
@@ -312,15 +317,5 @@ fn a_held_sample_that_fails_is_judged_again_unheld() {
         std::ops::ControlFlow::Continue(())
     })
     .expect("run");
-    let seen = seen.into_inner().unwrap();
-    assert_eq!(seen.len(), 4, "every job reported once");
-    for (task, o, _) in &seen {
-        assert_eq!(o.status, Status::Pass, "{task}: {seen:?}");
-    }
-    // The timers were held beside the primaries (the case this is about), not run after them.
-    let held = seen
-        .iter()
-        .filter(|(_, o, _)| matches!(o.remark, Some(Remark::RerunUnheld { .. })))
-        .count();
-    assert!(held >= 1, "no timer was held and judged again: {seen:?}");
+    seen.into_inner().unwrap()
 }

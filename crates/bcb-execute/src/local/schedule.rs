@@ -540,6 +540,18 @@ mod tests {
         }
     }
 
+    /// Runs `jobs` through [`run_queue`] with workers of no state of their own.
+    fn run_jobs(
+        jobs: Vec<Job>,
+        admission: Admission,
+        step: &(dyn Fn(&mut (), &Job, &Seat) -> Result<Outcome, ExecError> + Sync),
+        done: &OnServed,
+    ) {
+        let n = jobs.len();
+        let source = crate::intake::VecSource::new(jobs);
+        run_queue(&source, Some(n), admission, &|_, _| (), step, &|_| {}, done);
+    }
+
     #[test]
     fn overlap_when_our_own_demand_is_below_the_workers_whatever_else_loads_the_machine() {
         let ours = |demand| Load {
@@ -739,16 +751,7 @@ mod tests {
             }
             Ok(Outcome::new(Status::Pass, Default::default()))
         };
-        let source = crate::intake::VecSource::new(jobs);
-        run_queue(
-            &source,
-            Some(4),
-            Admission::new(1, 2, 0),
-            &|_, _| (),
-            &step,
-            &|_| {},
-            &|_, _, _| {},
-        );
+        run_jobs(jobs, Admission::new(1, 2, 0), &step, &|_, _, _| {});
         let roles = roles.into_inner().unwrap();
         assert_eq!(roles.len(), 4);
         for (task, role) in roles {
@@ -802,20 +805,16 @@ mod tests {
             Ok(Outcome::new(status, Default::default()))
         };
         let done = Mutex::new(Vec::new());
-        let source = crate::intake::VecSource::new(jobs);
-        run_queue(
-            &source,
-            Some(3),
-            Admission::new(1, 2, 0),
-            &|_, _| (),
-            &step,
-            &|_| {},
-            &|_, j: Job, o: Result<Outcome, ExecError>| {
-                done.lock()
-                    .unwrap()
-                    .push((j.task_id().to_string(), o.unwrap()));
-            },
-        );
+        run_jobs(jobs, Admission::new(1, 2, 0), &step, &|_,
+                                                         j: Job,
+                                                         o: Result<
+            Outcome,
+            ExecError,
+        >| {
+            done.lock()
+                .unwrap()
+                .push((j.task_id().to_string(), o.unwrap()));
+        });
         let mut runs = runs.into_inner().unwrap();
         runs.sort_by(|a, b| {
             a.0.cmp(&b.0)
@@ -870,17 +869,7 @@ mod tests {
         let done = |_t, j: Job, _o: Result<Outcome, ExecError>| {
             seen.lock().unwrap().push(j);
         };
-        let n = jobs.len();
-        let source = crate::intake::VecSource::new(jobs);
-        run_queue(
-            &source,
-            Some(n),
-            Admission::new(1, 1, 0),
-            &|_, _| (),
-            &step,
-            &|_| {},
-            &done,
-        );
+        run_jobs(jobs, Admission::new(1, 1, 0), &step, &done);
         let seen: VecDeque<Job> = seen.into_inner().unwrap().into();
         assert_eq!(
             order(&seen),
