@@ -237,6 +237,16 @@ struct Shared {
     reruns: VecDeque<Rerun>,
 }
 
+impl Shared {
+    /// A sample starts on a worker (`extra_slot`: its index among the overlap slots, if one).
+    fn start(&mut self, extra_slot: Option<usize>) {
+        self.in_flight += 1;
+        if let Some(e) = extra_slot {
+            self.extra_busy[e] = true;
+        }
+    }
+}
+
 /// A job to run again never held.
 struct Rerun {
     ticket: Ticket,
@@ -355,11 +365,8 @@ pub(crate) fn run_queue<W>(
                         if s.primaries < workers && !s.reruns.is_empty() {
                             let Rerun { ticket, job, first } =
                                 s.reruns.pop_front().expect("a rerun waits");
-                            s.in_flight += 1;
+                            s.start(w.checked_sub(workers));
                             s.primaries += 1;
-                            if !primary {
-                                s.extra_busy[w - workers] = true;
-                            }
                             seats[w].begin(Role::Primary, false);
                             rerun = Some(first);
                             Some((ticket, job))
@@ -418,10 +425,7 @@ pub(crate) fn run_queue<W>(
                                 // The source may have lost the job meanwhile (a cancel).
                                 let pulled = source.pull();
                                 if let Some((_, job)) = &pulled {
-                                    s.in_flight += 1;
-                                    if !primary {
-                                        s.extra_busy[w - workers] = true;
-                                    }
+                                    s.start(w.checked_sub(workers));
                                     // A sample expected to sleep runs beside the primaries rather
                                     // than as one, where there are extra slots to run beside: a
                                     // primary role held by a sleeper (BigCodeBench/461: 156 s of
