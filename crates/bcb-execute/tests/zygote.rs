@@ -105,6 +105,24 @@ fn slots_are_forked_warm_and_their_cpu_counts_in_our_process_tree() {
     );
 }
 
+/// A sample that computes in a thread that has ended by its verdict still reports that CPU:
+/// the verdict is read before the sample exits, when the ended thread is gone from /proc's
+/// task list (counting live threads alone, this sample reported 0.036 s).
+#[test]
+fn a_sample_that_computed_in_an_ended_thread_reports_that_cpu() {
+    let Some(py) = python() else { return };
+    let pool = pool_without_overlap(py, 1);
+    let code = "import numpy\nimport threading\nimport time\ndef spin():\n    end = time.process_time() + 1.0\n    while time.process_time() < end:\n        pass\ndef task_func():\n    t = threading.Thread(target=spin)\n    t.start()\n    t.join()\n    return 1\n";
+    let out = run_on(&pool, vec![job(0, "thread", code, ONE_TEST, 30.0)]);
+    let o = &out[&0];
+    assert_eq!(o.status, Status::Pass, "{o:?}");
+    let cpu = o.cpu_secs.expect("a sample's CPU");
+    assert!(
+        cpu >= 0.9,
+        "the thread spun 1 s, the sample reported {cpu:.3} s"
+    );
+}
+
 /// The zygote killed after the first verdict: its slots die with it, and the next sample
 /// gets a slot started afresh, and its verdict, instead of failing on the dead one.
 #[test]

@@ -102,20 +102,24 @@ def cgroup_oom_kills(cfg):
 
 
 def live_cpu(pid):
-    """User + system CPU of a child that has not been reaped: its threads' run time (ns, from
-    schedstat) and the children it waited for (clock ticks). None when /proc cannot tell."""
+    """User + system CPU of a child that has not been reaped, and of the children it waited
+    for; None when /proc cannot tell. Its own part is the larger of two lower bounds: its live
+    threads' run time (ns, from schedstat), which misses threads that already exited (a
+    sample that computed in a thread pool would look idle), and the whole process's
+    utime + stime, which counts them but in whole clock ticks."""
     try:
-        total = 0
+        live = 0
         for tid in os.listdir("/proc/%d/task" % pid):
             try:
                 with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                    total += int(f.read().split()[0])
+                    live += int(f.read().split()[0])
             except (OSError, ValueError, IndexError):
                 pass
         with open("/proc/%d/stat" % pid, "rb") as f:
             stat = f.read()
         fields = stat[stat.rindex(b")") + 2 :].split()
-        children = int(fields[13]) + int(fields[14])
-        return total / 1e9 + children / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        own = max(live / 1e9, (int(fields[11]) + int(fields[12])) / tick)
+        return own + (int(fields[13]) + int(fields[14])) / tick
     except (OSError, ValueError, IndexError):
         return None
