@@ -305,223 +305,304 @@ pub(crate) fn run_queue<W>(
     let cores = std::thread::available_parallelism()
         .map_or(workers, |c| c.get())
         .min(workers);
-    let shared = Mutex::new(Shared {
-        in_flight: 0,
-        primaries: 0,
-        last_admission: None,
-        sleepy: HashSet::new(),
-        extra_busy: vec![false; extra],
-        reruns: VecDeque::new(),
-    });
-    let idle: Mutex<Option<IdleSample>> = Mutex::new(None);
+    let queue = Queue {
+        source,
+        admission,
+        workers,
+        seats: &seats,
+        shared: Mutex::new(Shared {
+            in_flight: 0,
+            primaries: 0,
+            last_admission: None,
+            sleepy: HashSet::new(),
+            extra_busy: vec![false; extra],
+            reruns: VecDeque::new(),
+        }),
+        idle: Mutex::new(None),
+    };
     let finished = AtomicBool::new(false);
     std::thread::scope(|scope| {
         if extra > 0 {
-            scope.spawn(|| {
-                let mut last = cpu_jiffies();
-                let mut since = Instant::now();
-                let mut demands: VecDeque<usize> = VecDeque::new();
-                while !finished.load(Ordering::Relaxed) {
-                    std::thread::sleep(INTERVAL);
-                    let now = cpu_jiffies();
-                    let asked = govern(&seats, cores);
-                    let demand = our_demand().map(|d| {
-                        demands.push_back(d);
-                        if demands.len() > DEMAND_WINDOW {
-                            demands.pop_front();
-                        }
-                        demands.iter().copied().max().unwrap_or(0) as f64
-                    });
-                    if let (Some((b0, t0, _)), Some((b1, t1, cpus))) = (last, now) {
-                        if t1 > t0 {
-                            let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
-                            let idle_cores = (1.0 - busy).max(0.0) * cpus as f64;
-                            *idle.lock().unwrap() = Some(IdleSample {
-                                since,
-                                idle_cores,
-                                demand,
-                                asked,
-                            });
-                        }
-                    }
-                    last = now;
-                    since = Instant::now();
-                }
-            });
+            scope.spawn(|| queue.measure_until(&finished, cores));
         }
-        let mut handles = Vec::new();
-        for w in 0..workers + extra {
-            let primary = w < workers;
-            let (shared, idle, seats) = (&shared, &idle, &seats);
-            handles.push(scope.spawn(move || {
-                let mut state = make(w, primary);
-                // An overlap slot that just finished a sample may go on (see `Load::renewing`).
-                let mut just_finished = false;
-                loop {
-                    // Set when this worker takes a held sample's rerun.
-                    let mut rerun: Option<HeldRun> = None;
-                    let next = {
-                        let mut s = shared.lock().unwrap();
-                        if s.primaries < workers && !s.reruns.is_empty() {
-                            let Rerun { ticket, job, first } =
-                                s.reruns.pop_front().expect("a rerun waits");
-                            s.start(w.checked_sub(workers));
-                            s.primaries += 1;
-                            seats[w].begin(Role::Primary, false);
-                            rerun = Some(first);
-                            Some((ticket, job))
-                        } else {
-                            let front = match source.peek() {
-                                Peek::Ready(task) => task,
-                                // A sample still running may yet want its rerun.
-                                Peek::Closed if s.in_flight == 0 && s.reruns.is_empty() => break,
-                                Peek::Closed => {
-                                    drop(s);
-                                    std::thread::sleep(INTERVAL);
-                                    continue;
-                                }
-                                Peek::Idle => {
-                                    drop(s);
-                                    source.wait(INTERVAL);
-                                    continue;
-                                }
-                            };
-                            let next_sleeps = s.sleepy.contains(&front);
-                            let my_turn = primary
-                                || just_finished
-                                || s.extra_busy[..w - workers].iter().all(|b| *b);
-                            // A primary role is free: this sample always runs (a primary worker's
-                            // role may have gone to an extra sample that outlived its own).
-                            let role_free = s.primaries < workers;
-                            let asks = primary || my_turn;
-                            let measured = *idle.lock().unwrap();
-                            let fresh = measured
-                                .filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
-                            let load = Load {
-                                in_flight: s.in_flight,
-                                idle_cores: fresh.map(|m| m.idle_cores),
-                                demand: fresh.and_then(|m| m.demand),
-                                renewing: measured
-                                    .filter(|_| just_finished)
-                                    .and_then(|m| m.asked.or(m.demand)),
-                                mem_available_mb: if asks && !role_free {
-                                    mem_available_mb()
-                                } else {
-                                    None
-                                },
-                                next_sleeps,
-                            };
-                            let renew = load.renewing.is_some();
-                            just_finished = false;
-                            let admitted = asks && (role_free || admission.admits(&load));
-                            if admitted && !role_free && !next_sleeps && thaw_oldest(seats) {
-                                // The core that frees goes to the oldest frozen extra, not to a
-                                // new sample (which would start at the default weight and take
-                                // it, while the frozen one waits behind long primaries for
-                                // minutes); the next admission waits for a fresh measurement.
-                                s.last_admission = Some(Instant::now());
-                                None
-                            } else if admitted {
-                                // The source may have lost the job meanwhile (a cancel).
-                                let pulled = source.pull();
-                                if let Some((_, job)) = &pulled {
-                                    s.start(w.checked_sub(workers));
-                                    // A sample expected to sleep runs beside the primaries rather
-                                    // than as one, where there are extra slots to run beside: a
-                                    // primary role held by a sleeper (BigCodeBench/461: 156 s of
-                                    // wall, about 1 s of CPU) leaves its core to whatever the
-                                    // admission of extras manages to start, and only those.
-                                    let sleeper =
-                                        extra > 0 && (next_sleeps || job.expected_to_sleep());
-                                    let role = if role_free && !sleeper {
-                                        s.primaries += 1;
-                                        Role::Primary
-                                    } else {
-                                        if !sleeper && !renew {
-                                            s.last_admission = Some(Instant::now());
-                                        }
-                                        Role::Extra
-                                    };
-                                    seats[w].begin(role, sleeper);
-                                }
-                                pulled
-                            } else {
-                                None
-                            }
-                        }
+        let handles: Vec<_> = (0..workers + extra)
+            .map(|index| {
+                let queue = &queue;
+                scope.spawn(move || {
+                    let mut state = make(index, index < workers);
+                    let mut worker = Worker {
+                        index,
+                        just_finished: false,
                     };
-                    let Some((ticket, job)) = next else {
-                        std::thread::sleep(INTERVAL);
-                        continue;
-                    };
-                    let mut outcome = step(&mut state, &job, &seats[w]);
-                    {
-                        let mut s = shared.lock().unwrap();
-                        s.in_flight -= 1;
-                        let ended = seats[w].end();
-                        let held = ended.map_or(Duration::ZERO, |e| e.held);
-                        // A held sample's failure is no verdict (see `RERUN_HELD_OVER`);
-                        // a rerun is never held, so it runs once more at most.
-                        let again = rerun.is_none()
-                            && held > RERUN_HELD_OVER
-                            && outcome.as_ref().is_ok_and(|o| o.status != Status::Pass);
-                        if ended.is_some_and(|e| e.role == Role::Primary) {
-                            s.primaries -= 1;
-                            // A waiting rerun takes the role rather than the oldest extra.
-                            if s.reruns.is_empty() && !again && promote_oldest(seats) {
-                                s.primaries += 1;
-                            }
-                        }
-                        if !primary {
-                            s.extra_busy[w - workers] = false;
-                            just_finished = true;
-                        }
-                        if again {
-                            let status = outcome.as_ref().map_or(Status::Fail, |o| o.status);
-                            tracing::debug!(
-                                "{} ended {status} held {:.1} s: it runs again, never held",
-                                job.id,
-                                held.as_secs_f64()
-                            );
-                            s.reruns.push_back(Rerun {
-                                ticket,
-                                job,
-                                first: HeldRun { status, held },
-                            });
-                            drop(s);
-                            settle(&mut state);
-                            continue;
-                        }
-                        if let Some(first) = rerun {
-                            first.mark(&mut outcome);
-                        }
-                        if let Some(o) = outcome
-                            .as_ref()
-                            .ok()
-                            .filter(|o| o.status == Status::Timeout)
+                    while let Some(Taken { ticket, job, rerun }) = queue.take(&mut worker) {
+                        let outcome = step(&mut state, &job, &queue.seats[index]);
+                        if let Some((ticket, job, outcome)) =
+                            queue.finish(&mut worker, ticket, job, outcome, rerun)
                         {
-                            if slept(o) {
-                                s.sleepy.insert(job.task_id().to_string());
-                            }
-                            let moved = source.promote(job.task_id());
-                            if moved > 0 {
-                                tracing::debug!(
-                                    "{} timed out: its {moved} queued sample(s) move to the front",
-                                    job.id
-                                );
-                            }
+                            done(ticket, job, outcome);
                         }
+                        settle(&mut state);
                     }
-                    done(ticket, job, outcome);
-                    settle(&mut state);
-                }
-            }));
-        }
+                })
+            })
+            .collect();
         for h in handles {
             let _ = h.join();
         }
         finished.store(true, Ordering::Relaxed);
     });
+}
+
+/// What the workers of one [`run_queue`] share: the source, the admission rule, every seat
+/// and the counts behind the admission's decisions.
+struct Queue<'a> {
+    source: &'a dyn JobSource,
+    admission: Admission,
+    workers: usize,
+    seats: &'a [Seat],
+    shared: Mutex<Shared>,
+    /// The sampler's last measurement of idle cores and our demand.
+    idle: Mutex<Option<IdleSample>>,
+}
+
+/// One worker of a [`Queue`]: index below `workers` for a primary, above for an overlap slot.
+struct Worker {
+    index: usize,
+    /// Set when this overlap slot just finished a sample: it may go on (see `Load::renewing`).
+    just_finished: bool,
+}
+
+impl Worker {
+    fn primary(&self, queue: &Queue) -> bool {
+        self.index < queue.workers
+    }
+
+    /// Its index among the overlap slots, if it is one.
+    fn extra_slot(&self, queue: &Queue) -> Option<usize> {
+        self.index.checked_sub(queue.workers)
+    }
+}
+
+/// A job a worker runs next.
+struct Taken {
+    ticket: Ticket,
+    job: Job,
+    /// Set when this is a held sample's rerun.
+    rerun: Option<HeldRun>,
+}
+
+/// What the admission says to a worker that asks for a job.
+enum Admit {
+    Run(Box<Taken>),
+    /// Nothing for this worker now: ask again after [`INTERVAL`].
+    Poll,
+    /// The source has nothing queued: wait for it (at most [`INTERVAL`]).
+    WaitForSource,
+    /// The source is closed and nothing may still want a rerun.
+    Stop,
+}
+
+impl Queue<'_> {
+    /// The sampler: every [`INTERVAL`] until `finished`, the governor's pass over the seats,
+    /// then the idle cores and our demand for the admission.
+    fn measure_until(&self, finished: &AtomicBool, cores: usize) {
+        let mut last = cpu_jiffies();
+        let mut since = Instant::now();
+        let mut demands: VecDeque<usize> = VecDeque::new();
+        while !finished.load(Ordering::Relaxed) {
+            std::thread::sleep(INTERVAL);
+            let now = cpu_jiffies();
+            let asked = govern(self.seats, cores);
+            let demand = our_demand().map(|d| {
+                demands.push_back(d);
+                if demands.len() > DEMAND_WINDOW {
+                    demands.pop_front();
+                }
+                demands.iter().copied().max().unwrap_or(0) as f64
+            });
+            if let (Some((b0, t0, _)), Some((b1, t1, cpus))) = (last, now) {
+                if t1 > t0 {
+                    let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
+                    let idle_cores = (1.0 - busy).max(0.0) * cpus as f64;
+                    *self.idle.lock().unwrap() = Some(IdleSample {
+                        since,
+                        idle_cores,
+                        demand,
+                        asked,
+                    });
+                }
+            }
+            last = now;
+            since = Instant::now();
+        }
+    }
+
+    /// The next job for `worker`, waiting as long as the admission says; `None` once the
+    /// source is closed and no sample may still want a rerun.
+    fn take(&self, worker: &mut Worker) -> Option<Taken> {
+        loop {
+            match self.admit(worker) {
+                Admit::Run(taken) => return Some(*taken),
+                Admit::Stop => return None,
+                Admit::Poll => std::thread::sleep(INTERVAL),
+                Admit::WaitForSource => self.source.wait(INTERVAL),
+            }
+        }
+    }
+
+    /// One decision for `worker`: a waiting rerun first, whenever a primary role is free;
+    /// else the source's next job, if this worker may run it.
+    fn admit(&self, worker: &mut Worker) -> Admit {
+        let (w, workers, seats) = (worker.index, self.workers, self.seats);
+        let primary = worker.primary(self);
+        let mut s = self.shared.lock().unwrap();
+        if s.primaries < workers && !s.reruns.is_empty() {
+            let Rerun { ticket, job, first } = s.reruns.pop_front().expect("a rerun waits");
+            s.start(worker.extra_slot(self));
+            s.primaries += 1;
+            seats[w].begin(Role::Primary, false);
+            return Admit::Run(Box::new(Taken {
+                ticket,
+                job,
+                rerun: Some(first),
+            }));
+        }
+        let front = match self.source.peek() {
+            Peek::Ready(task) => task,
+            // A sample still running may yet want its rerun.
+            Peek::Closed if s.in_flight == 0 && s.reruns.is_empty() => return Admit::Stop,
+            Peek::Closed => return Admit::Poll,
+            Peek::Idle => return Admit::WaitForSource,
+        };
+        let next_sleeps = s.sleepy.contains(&front);
+        let my_turn =
+            primary || worker.just_finished || s.extra_busy[..w - workers].iter().all(|b| *b);
+        // A primary role is free: this sample always runs (a primary worker's role may have
+        // gone to an extra sample that outlived its own).
+        let role_free = s.primaries < workers;
+        let asks = primary || my_turn;
+        let measured = *self.idle.lock().unwrap();
+        let fresh = measured.filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
+        let load = Load {
+            in_flight: s.in_flight,
+            idle_cores: fresh.map(|m| m.idle_cores),
+            demand: fresh.and_then(|m| m.demand),
+            renewing: measured
+                .filter(|_| worker.just_finished)
+                .and_then(|m| m.asked.or(m.demand)),
+            mem_available_mb: if asks && !role_free {
+                mem_available_mb()
+            } else {
+                None
+            },
+            next_sleeps,
+        };
+        let renew = load.renewing.is_some();
+        worker.just_finished = false;
+        let admitted = asks && (role_free || self.admission.admits(&load));
+        if !admitted {
+            return Admit::Poll;
+        }
+        if !role_free && !next_sleeps && thaw_oldest(seats) {
+            // The core that frees goes to the oldest frozen extra, not to a new sample (which
+            // would start at the default weight and take it, while the frozen one waits behind
+            // long primaries for minutes); the next admission waits for a fresh measurement.
+            s.last_admission = Some(Instant::now());
+            return Admit::Poll;
+        }
+        // The source may have lost the job meanwhile (a cancel).
+        let Some((ticket, job)) = self.source.pull() else {
+            return Admit::Poll;
+        };
+        s.start(worker.extra_slot(self));
+        // A sample expected to sleep runs beside the primaries rather than as one, where there
+        // are extra slots to run beside: a primary role held by a sleeper (BigCodeBench/461:
+        // 156 s of wall, about 1 s of CPU) leaves its core to whatever the admission of extras
+        // manages to start, and only those.
+        let sleeper = !s.extra_busy.is_empty() && (next_sleeps || job.expected_to_sleep());
+        let role = if role_free && !sleeper {
+            s.primaries += 1;
+            Role::Primary
+        } else {
+            if !sleeper && !renew {
+                s.last_admission = Some(Instant::now());
+            }
+            Role::Extra
+        };
+        seats[w].begin(role, sleeper);
+        Admit::Run(Box::new(Taken {
+            ticket,
+            job,
+            rerun: None,
+        }))
+    }
+
+    /// The bookkeeping after `worker` ran `job`: roles, overlap slots and what the queue
+    /// learns. Returns what to deliver, or `None` when a held sample's failure sends the job
+    /// to run again instead.
+    fn finish(
+        &self,
+        worker: &mut Worker,
+        ticket: Ticket,
+        job: Job,
+        mut outcome: Result<Outcome, ExecError>,
+        rerun: Option<HeldRun>,
+    ) -> Option<(Ticket, Job, Result<Outcome, ExecError>)> {
+        let mut s = self.shared.lock().unwrap();
+        s.in_flight -= 1;
+        let ended = self.seats[worker.index].end();
+        let held = ended.map_or(Duration::ZERO, |e| e.held);
+        // A held sample's failure is no verdict (see `RERUN_HELD_OVER`); a rerun is never
+        // held, so it runs once more at most.
+        let again = rerun.is_none()
+            && held > RERUN_HELD_OVER
+            && outcome.as_ref().is_ok_and(|o| o.status != Status::Pass);
+        if ended.is_some_and(|e| e.role == Role::Primary) {
+            s.primaries -= 1;
+            // A waiting rerun takes the role rather than the oldest extra.
+            if s.reruns.is_empty() && !again && promote_oldest(self.seats) {
+                s.primaries += 1;
+            }
+        }
+        if let Some(e) = worker.extra_slot(self) {
+            s.extra_busy[e] = false;
+            worker.just_finished = true;
+        }
+        if again {
+            let status = outcome.as_ref().map_or(Status::Fail, |o| o.status);
+            tracing::debug!(
+                "{} ended {status} held {:.1} s: it runs again, never held",
+                job.id,
+                held.as_secs_f64()
+            );
+            s.reruns.push_back(Rerun {
+                ticket,
+                job,
+                first: HeldRun { status, held },
+            });
+            return None;
+        }
+        if let Some(first) = rerun {
+            first.mark(&mut outcome);
+        }
+        if let Some(o) = outcome
+            .as_ref()
+            .ok()
+            .filter(|o| o.status == Status::Timeout)
+        {
+            if slept(o) {
+                s.sleepy.insert(job.task_id().to_string());
+            }
+            let moved = self.source.promote(job.task_id());
+            if moved > 0 {
+                tracing::debug!(
+                    "{} timed out: its {moved} queued sample(s) move to the front",
+                    job.id
+                );
+            }
+        }
+        Some((ticket, job, outcome))
+    }
 }
 
 #[cfg(test)]
