@@ -49,6 +49,9 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// Time a newly admitted sample gets to start working (a fork of a warm slot takes a few
 /// ms) before an idle measurement counts again.
 const SETTLE: Duration = Duration::from_millis(50);
+/// Target of the queue's start and end lines (`BCB_LOG=bcb_execute::queue=debug`): with the
+/// governor's freeze and thaw lines, where a run's idle time comes from.
+const QUEUE: &str = "bcb_execute::queue";
 /// Cores of our own demand below `workers` needed to admit one more sample.
 const MIN_IDLE_CORES: f64 = 0.5;
 /// Idle cores of the machine needed to admit one more sample: a quarter of a core is worth
@@ -461,6 +464,7 @@ impl Queue<'_> {
             s.start(worker.extra_slot(self));
             s.primaries += 1;
             seats[w].begin(Role::Primary, false);
+            tracing::debug!(target: QUEUE, "{} starts again on slot {w}, unheld", job.id);
             return Admit::Run(Box::new(Taken {
                 ticket,
                 job,
@@ -530,6 +534,8 @@ impl Queue<'_> {
             Role::Extra
         };
         seats[w].begin(role, sleeper);
+        let kind = if sleeper { " (a sleeper)" } else { "" };
+        tracing::debug!(target: QUEUE, "{} starts on slot {w} as {role:?}{kind}", job.id);
         Admit::Run(Box::new(Taken {
             ticket,
             job,
@@ -548,6 +554,7 @@ impl Queue<'_> {
         mut outcome: Result<Outcome, ExecError>,
         rerun: Option<HeldRun>,
     ) -> Option<(Ticket, Job, Result<Outcome, ExecError>)> {
+        tracing::debug!(target: QUEUE, "{} ends on slot {}", job.id, worker.index);
         let mut s = self.shared.lock().unwrap();
         s.in_flight -= 1;
         let ended = self.seats[worker.index].end();
