@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::freeze::{govern, promote_oldest, thaw_oldest, Role, Seat, RERUN_HELD_OVER};
+use super::freeze::{govern, promote_oldest, thaw_oldest, IdleWindow, Role, Seat, RERUN_HELD_OVER};
 use super::procfs::{cpu_jiffies, mem_available_mb, thread_state};
 use crate::intake::{JobSource, OnServed, Peek, Ticket};
 use crate::job::SLEEPER_CPU_SHARE;
@@ -406,16 +406,25 @@ enum Admit {
 }
 
 impl Queue<'_> {
-    /// The sampler: every [`INTERVAL`] until `finished`, the governor's pass over the seats,
-    /// then the idle cores and our demand for the admission.
+    /// The sampler: every [`INTERVAL`] until `finished`, the machine's idle cores, the
+    /// governor's pass over the seats (which reads them), then our demand for the admission.
     fn measure_until(&self, finished: &AtomicBool, cores: usize) {
         let mut last = cpu_jiffies();
         let mut since = Instant::now();
         let mut demands: VecDeque<usize> = VecDeque::new();
+        let mut idles = IdleWindow::default();
         while !finished.load(Ordering::Relaxed) {
             std::thread::sleep(INTERVAL);
             let now = cpu_jiffies();
-            let asked = govern(self.seats, cores);
+            let idle_cores = match (last, now) {
+                (Some((b0, t0, _)), Some((b1, t1, cpus))) if t1 > t0 => {
+                    let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
+                    Some((1.0 - busy).max(0.0) * cpus as f64)
+                }
+                _ => None,
+            };
+            idles.push(idle_cores);
+            let asked = govern(self.seats, cores, &mut idles);
             let demand = our_demand().map(|d| {
                 demands.push_back(d);
                 if demands.len() > DEMAND_WINDOW {
@@ -423,17 +432,13 @@ impl Queue<'_> {
                 }
                 demands.iter().copied().max().unwrap_or(0) as f64
             });
-            if let (Some((b0, t0, _)), Some((b1, t1, cpus))) = (last, now) {
-                if t1 > t0 {
-                    let busy = (b1 - b0) as f64 / (t1 - t0) as f64;
-                    let idle_cores = (1.0 - busy).max(0.0) * cpus as f64;
-                    *self.idle.lock().unwrap() = Some(IdleSample {
-                        since,
-                        idle_cores,
-                        demand,
-                        asked,
-                    });
-                }
+            if let Some(idle_cores) = idle_cores {
+                *self.idle.lock().unwrap() = Some(IdleSample {
+                    since,
+                    idle_cores,
+                    demand,
+                    asked,
+                });
             }
             last = now;
             since = Instant::now();

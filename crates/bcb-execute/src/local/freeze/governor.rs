@@ -1,6 +1,7 @@
 //! The governor: every interval, measure each running sample, decide which extras to freeze
 //! or thaw, and act; it also says what our samples asked of the CPUs (the admission reads it).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::seats::{Measured, Role, Seat};
@@ -14,6 +15,40 @@ pub(super) const THAW_WINDOW: usize = 3;
 /// thaw may overshoot them: measurement noise of a 100-ms interval, not a share of a core
 /// worth taking from a primary sample.
 const DEMAND_SLACK: f64 = 0.15;
+/// Idle cores of the machine, on average over the last [`THAW_WINDOW`] intervals, that thaw
+/// a frozen shielded extra whatever our samples asked: at the lowest weight it takes only
+/// what the others leave, and they left that much. A TensorFlow primary's thread pool asks
+/// for a core (its threads wait for each other on a CPU) while using 0.6 of one; the rule
+/// of demand alone kept a shielded extra frozen beside it for seconds while a fifth of the
+/// machine idled.
+const SHIELDED_THAW_IDLE: f64 = 0.2;
+
+/// The machine's idle cores at the last [`THAW_WINDOW`] intervals since the last thaw.
+#[derive(Debug, Default)]
+pub(crate) struct IdleWindow(VecDeque<f64>);
+
+impl IdleWindow {
+    /// One interval's idle cores (`None`: unmeasured, which starts the window over).
+    pub(crate) fn push(&mut self, idle_cores: Option<f64>) {
+        match idle_cores {
+            Some(idle) => {
+                self.0.push_back(idle);
+                if self.0.len() > THAW_WINDOW {
+                    self.0.pop_front();
+                }
+            }
+            None => self.0.clear(),
+        }
+    }
+
+    /// The mean over a full window; 0 until the window is full.
+    fn mean(&self) -> f64 {
+        if self.0.len() < THAW_WINDOW {
+            return 0.0;
+        }
+        self.0.iter().sum::<f64>() / self.0.len() as f64
+    }
+}
 
 /// One measurement of a running sample, for [`decide`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,8 +90,9 @@ pub(crate) struct Decision {
 /// Freeze running extras that are not shielded (see [`View::shielded`]), newest first, until
 /// what our samples ask of the CPUs fits the `cores` (within [`DEMAND_SLACK`]); or, when a
 /// whole core has stayed free over the window, thaw the oldest frozen extra (it was frozen
-/// busy: it will want a core).
-pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
+/// busy: it will want a core). A shielded one thaws with half a core free of our demand, or
+/// when the machine left [`SHIELDED_THAW_IDLE`] idle (`idle`: the mean over the window).
+pub(crate) fn decide(views: &[View], cores: usize, idle: f64) -> Decision {
     let mut d = Decision::default();
     let cores = cores as f64;
     let mut extras: Vec<usize> = (0..views.len())
@@ -91,7 +127,7 @@ pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
     // A shielded extra takes only what the others leave: half a core free is worth it.
     d.thaw = extras.into_iter().find(|&i| views[i].frozen).filter(|&i| {
         let room = if views[i].shielded { 0.5 } else { 1.0 };
-        recent + room <= cores + DEMAND_SLACK
+        recent + room <= cores + DEMAND_SLACK || (views[i].shielded && idle >= SHIELDED_THAW_IDLE)
     });
     d
 }
@@ -102,12 +138,13 @@ pub(crate) fn decide(views: &[View], cores: usize) -> Decision {
 /// that keeps many threads runnable for moments asks only for the time it uses, and an extra
 /// left waiting for a core asks for the whole interval. `None` where samples run and none has
 /// a cgroup to measure (no freezer); one between its start and its attachment counts nothing.
-pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
+/// `idle` holds the machine's idle cores of the last intervals; a thaw starts it over.
+pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Option<f64> {
     let ticks_per_sec = clock_ticks_per_sec();
     let mut views = Vec::new();
     let mut handles = Vec::new();
     let (mut running, mut attached) = (false, false);
-    for seat in seats {
+    for (slot, seat) in seats.iter().enumerate() {
         let mut r = seat.running.lock().unwrap();
         let Some(r) = r.as_mut() else { continue };
         running = true;
@@ -188,17 +225,27 @@ pub(crate) fn govern(seats: &[Seat], cores: usize) -> Option<f64> {
                 r.recent.iter().copied().fold(0.0, f64::max)
             },
         });
-        handles.push(sample);
+        handles.push((slot, sample));
     }
     let asked = views.iter().map(|v| v.demand).sum();
-    let d = decide(&views, cores);
+    let idle_cores = idle.mean();
+    let d = decide(&views, cores, idle_cores);
     for i in d.freeze {
-        tracing::debug!("freezing an extra sample: our demand exceeds {cores} cores");
-        handles[i].freeze();
+        let why = if views[i].starved {
+            "starved at the lowest weight".to_string()
+        } else {
+            format!("our demand exceeds {cores} cores")
+        };
+        tracing::debug!("freezing the extra sample on slot {}: {why}", handles[i].0);
+        handles[i].1.freeze();
     }
     if let Some(i) = d.thaw {
-        tracing::debug!("thawing an extra sample: a core stayed free");
-        handles[i].thaw();
+        tracing::debug!(
+            "thawing the extra sample on slot {}: {asked:.2} cores asked, {idle_cores:.2} idle",
+            handles[i].0
+        );
+        handles[i].1.thaw();
+        idle.push(None);
     }
     (attached || !running).then_some(asked)
 }
@@ -234,7 +281,7 @@ mod tests {
             view(Role::Extra, 3, false, 1.0, 1.0),
         ];
         views[3].busy = false;
-        assert_eq!(decide(&views, 2).freeze, [2]);
+        assert_eq!(decide(&views, 2, 0.0).freeze, [2]);
     }
 
     #[test]
@@ -259,9 +306,9 @@ mod tests {
                 dir
             })
             .collect();
-        let first = govern(&seats, 2);
+        let first = govern(&seats, 2, &mut IdleWindow::default());
         std::thread::sleep(Duration::from_millis(300));
-        let asked = govern(&seats, 2).unwrap();
+        let asked = govern(&seats, 2, &mut IdleWindow::default()).unwrap();
         for child in [&mut sleeper, &mut spinner] {
             let _ = child.kill();
             let _ = child.wait();
@@ -270,7 +317,7 @@ mod tests {
         let bare = [Seat::default()];
         bare[0].begin(Role::Primary, false);
         assert_eq!(
-            govern(&bare, 2),
+            govern(&bare, 2, &mut IdleWindow::default()),
             None,
             "a sample without a cgroup is not measured"
         );
@@ -295,14 +342,14 @@ mod tests {
             view(Role::Primary, 1, false, 0.8, 0.95),
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2).thaw, Some(2));
+        assert_eq!(decide(&views, 2, 0.0).thaw, Some(2));
         // a little more than that, and thawing would take from the primary
         let views = [
             view(Role::Primary, 0, false, 0.0, 0.0),
             view(Role::Primary, 1, false, 1.3, 1.3),
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
     }
 
     #[test]
@@ -319,27 +366,67 @@ mod tests {
             view(Role::Primary, 1, false, 1.0, 1.0),
             shielded(2, false, 1.0, 1.0, false),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
         // ...but once it gets nothing at all, its clock must stop exactly: frozen.
         let views = [
             view(Role::Primary, 0, false, 1.0, 1.0),
             view(Role::Primary, 1, false, 1.0, 1.0),
             shielded(2, false, 0.0, 1.0, true),
         ];
-        assert_eq!(decide(&views, 2).freeze, [2]);
+        assert_eq!(decide(&views, 2, 0.0).freeze, [2]);
         // A thread pool leaves 0.6 of a core: enough for it, not for an unshielded one.
         let views = [
             view(Role::Primary, 0, false, 0.0, 0.0),
             view(Role::Primary, 1, false, 1.4, 1.4),
             shielded(2, true, 0.0, 1.0, false),
         ];
-        assert_eq!(decide(&views, 2).thaw, Some(2));
+        assert_eq!(decide(&views, 2, 0.0).thaw, Some(2));
         let views = [
             view(Role::Primary, 0, false, 0.0, 0.0),
             view(Role::Primary, 1, false, 1.4, 1.4),
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
+    }
+
+    #[test]
+    fn a_frozen_shielded_extra_thaws_when_the_machine_idles_beside_primaries_that_ask_for_the_cores(
+    ) {
+        // BigCodeBench/417 (a TensorFlow primary: its threads ask for a core, it uses 0.65)
+        // beside 102 (a core): 289, frozen as starved at the lowest weight, stayed frozen
+        // 7 s while a fifth of the machine idled, by the rule of demand alone.
+        let shielded_frozen = View {
+            shielded: true,
+            ..view(Role::Extra, 2, true, 0.0, 1.0)
+        };
+        let views = [
+            view(Role::Primary, 0, false, 1.0, 1.1),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            shielded_frozen,
+        ];
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
+        assert_eq!(decide(&views, 2, 0.3).thaw, Some(2));
+        // An unshielded extra would take its share from the primaries: not for idle alone.
+        let views = [views[0], views[1], view(Role::Extra, 2, true, 0.0, 1.0)];
+        assert_eq!(decide(&views, 2, 0.3), Decision::default());
+    }
+
+    #[test]
+    fn the_idle_window_counts_only_full_windows_since_the_last_thaw() {
+        let mut w = IdleWindow::default();
+        w.push(Some(0.6));
+        w.push(Some(0.6));
+        assert_eq!(w.mean(), 0.0, "not a full window yet");
+        w.push(Some(0.3));
+        assert!((w.mean() - 0.5).abs() < 1e-9);
+        w.push(Some(0.0));
+        assert!((w.mean() - 0.3).abs() < 1e-9, "the oldest interval leaves");
+        w.push(None);
+        assert_eq!(
+            w.mean(),
+            0.0,
+            "a thaw (or an unmeasured interval) starts it over"
+        );
     }
 
     #[test]
@@ -350,7 +437,7 @@ mod tests {
             view(Role::Extra, 2, false, 1.0, 1.0),
         ];
         views[2].sustained = false; // starting up, say
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
     }
 
     #[test]
@@ -362,7 +449,7 @@ mod tests {
             view(Role::Extra, 3, false, 1.0, 1.0),
             view(Role::Extra, 4, false, 4.0, 4.0),
         ];
-        let d = decide(&views, 2);
+        let d = decide(&views, 2, 0.0);
         assert_eq!(d.freeze, [4, 3], "newest first, every runnable extra");
         assert_eq!(d.thaw, None);
     }
@@ -374,14 +461,14 @@ mod tests {
             view(Role::Primary, 1, false, 1.0, 1.0),
             view(Role::Extra, 2, false, 1.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
         // a primary wakes: the extra gives its core back
         let views = [
             view(Role::Primary, 0, false, 1.0, 1.0),
             view(Role::Primary, 1, false, 1.0, 1.0),
             view(Role::Extra, 2, false, 1.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2).freeze, [2]);
+        assert_eq!(decide(&views, 2, 0.0).freeze, [2]);
     }
 
     #[test]
@@ -392,14 +479,14 @@ mod tests {
             view(Role::Extra, 3, true, 0.0, 1.0),
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2).thaw, Some(3));
+        assert_eq!(decide(&views, 2, 0.0).thaw, Some(3));
         // the idle primary was busy a moment ago: wait
         let views = [
             view(Role::Primary, 0, false, 0.0, 1.0),
             view(Role::Primary, 1, false, 1.0, 1.0),
             view(Role::Extra, 2, true, 0.0, 1.0),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
     }
 
     #[test]
@@ -408,6 +495,6 @@ mod tests {
             view(Role::Primary, 0, false, 8.0, 8.0),
             view(Role::Primary, 1, false, 8.0, 8.0),
         ];
-        assert_eq!(decide(&views, 2), Decision::default());
+        assert_eq!(decide(&views, 2, 0.0), Decision::default());
     }
 }

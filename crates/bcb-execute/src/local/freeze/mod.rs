@@ -23,8 +23,9 @@
 //! it gets the default weight back for one interval, and only if it is still runnable
 //! after using its share of a core then (it computes, rather than finishing a burst a
 //! waiting thread of its test needs in time) is it frozen when starved (its clock then
-//! stops exactly), and thawed, oldest first, once half a core has stayed free
-//! ([`next_weight`]) or when the scheduler would start a new sample beyond the workers (the
+//! stops exactly), and thawed, oldest first, once half a core has stayed free of our demand
+//! or the machine left a fifth of a core idle over the window ([`next_weight`], [`governor::decide`])
+//! or when the scheduler would start a new sample beyond the workers (the
 //! core goes to the oldest frozen one instead: [`thaw_oldest`]). Once quiet, it starts over
 //! (probed again before any freeze). When it becomes primary, it gets the default weight back.
 //!
@@ -59,7 +60,7 @@ mod sample;
 mod seats;
 mod weights;
 
-pub(crate) use governor::govern;
+pub(crate) use governor::{govern, IdleWindow};
 pub(crate) use sample::Freezable;
 pub(crate) use seats::{promote_oldest, thaw_oldest, Role, Seat};
 

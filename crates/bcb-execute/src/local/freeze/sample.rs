@@ -249,7 +249,7 @@ impl Freezable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local::freeze::governor::govern;
+    use crate::local::freeze::governor::{govern, IdleWindow};
     use crate::local::freeze::seats::{Role, Seat};
 
     /// A sample is held (frozen or credited) for at most [`FREEZE_BUDGET`]: its deadline
@@ -267,7 +267,7 @@ mod tests {
         // As if frozen for longer than the budget, with no governor step in between.
         sample.clock.lock().unwrap().since = Some(Instant::now() - FREEZE_BUDGET * 2);
         assert_eq!(sample.frozen_for(), FREEZE_BUDGET, "the credit is capped");
-        govern(&seats, 2);
+        govern(&seats, 2, &mut IdleWindow::default());
         assert!(!sample.is_frozen(), "thawed once its budget is spent");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("freezer.state")).unwrap(),
