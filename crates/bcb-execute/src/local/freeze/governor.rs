@@ -23,7 +23,8 @@ const DEMAND_SLACK: f64 = 0.15;
 /// machine idled.
 const SHIELDED_THAW_IDLE: f64 = 0.2;
 
-/// The machine's idle cores at the last [`THAW_WINDOW`] intervals since the last thaw.
+/// The machine's idle cores at the last [`THAW_WINDOW`] intervals since the last freeze or
+/// thaw.
 #[derive(Debug, Default)]
 pub(crate) struct IdleWindow(VecDeque<f64>);
 
@@ -138,7 +139,8 @@ pub(crate) fn decide(views: &[View], cores: usize, idle: f64) -> Decision {
 /// that keeps many threads runnable for moments asks only for the time it uses, and an extra
 /// left waiting for a core asks for the whole interval. `None` where samples run and none has
 /// a cgroup to measure (no freezer); one between its start and its attachment counts nothing.
-/// `idle` holds the machine's idle cores of the last intervals; a thaw starts it over.
+/// `idle` holds the machine's idle cores of the last intervals; a freeze or a thaw starts it
+/// over.
 pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Option<f64> {
     let ticks_per_sec = clock_ticks_per_sec();
     let mut views = Vec::new();
@@ -238,6 +240,9 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Opt
         };
         tracing::debug!("freezing the extra sample on slot {}: {why}", handles[i].0);
         handles[i].1.freeze();
+        // Only idle measured with it frozen says what it would fill: no thaw on the idle of
+        // the intervals it starved in.
+        idle.push(None);
     }
     if let Some(i) = d.thaw {
         tracing::debug!(
