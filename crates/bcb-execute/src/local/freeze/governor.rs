@@ -42,6 +42,16 @@ impl IdleWindow {
         }
     }
 
+    /// After the governor acted: a freeze or a thaw starts the window over. Only idle
+    /// measured with an extra frozen says what it would fill, so a starved extra is not
+    /// thawed by the idle of the intervals it starved in, nor a second one by the idle the
+    /// first was thawed for.
+    fn settle(&mut self, d: &Decision) {
+        if !d.freeze.is_empty() || d.thaw.is_some() {
+            self.0.clear();
+        }
+    }
+
     /// The mean over a full window; 0 until the window is full.
     fn mean(&self) -> f64 {
         if self.0.len() < THAW_WINDOW {
@@ -232,25 +242,26 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Opt
     let asked = views.iter().map(|v| v.demand).sum();
     let idle_cores = idle.mean();
     let d = decide(&views, cores, idle_cores);
-    for i in d.freeze {
-        let why = if views[i].starved {
-            "starved at the lowest weight".to_string()
+    idle.settle(&d);
+    for &i in &d.freeze {
+        let (slot, sample) = &handles[i];
+        if views[i].starved {
+            tracing::debug!(
+                "freezing the extra sample on slot {slot}: starved at the lowest weight"
+            );
         } else {
-            format!("our demand exceeds {cores} cores")
-        };
-        tracing::debug!("freezing the extra sample on slot {}: {why}", handles[i].0);
-        handles[i].1.freeze();
-        // Only idle measured with it frozen says what it would fill: no thaw on the idle of
-        // the intervals it starved in.
-        idle.push(None);
+            tracing::debug!(
+                "freezing the extra sample on slot {slot}: our demand exceeds {cores} cores"
+            );
+        }
+        sample.freeze();
     }
     if let Some(i) = d.thaw {
+        let (slot, sample) = &handles[i];
         tracing::debug!(
-            "thawing the extra sample on slot {}: {asked:.2} cores asked, {idle_cores:.2} idle",
-            handles[i].0
+            "thawing the extra sample on slot {slot}: {asked:.2} cores asked, {idle_cores:.2} idle"
         );
-        handles[i].1.thaw();
-        idle.push(None);
+        sample.thaw();
     }
     (attached || !running).then_some(asked)
 }
@@ -417,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn the_idle_window_counts_only_full_windows_since_the_last_thaw() {
+    fn the_idle_window_counts_only_full_windows_since_the_last_freeze_or_thaw() {
         let mut w = IdleWindow::default();
         w.push(Some(0.6));
         w.push(Some(0.6));
@@ -427,11 +438,22 @@ mod tests {
         w.push(Some(0.0));
         assert!((w.mean() - 0.3).abs() < 1e-9, "the oldest interval leaves");
         w.push(None);
-        assert_eq!(
-            w.mean(),
-            0.0,
-            "a thaw (or an unmeasured interval) starts it over"
-        );
+        assert_eq!(w.mean(), 0.0, "an unmeasured interval starts it over");
+        let full = |w: &mut IdleWindow| (0..THAW_WINDOW).for_each(|_| w.push(Some(0.5)));
+        full(&mut w);
+        w.settle(&Decision::default());
+        assert!((w.mean() - 0.5).abs() < 1e-9, "nothing acted: it stays");
+        w.settle(&Decision {
+            freeze: vec![2],
+            thaw: None,
+        });
+        assert_eq!(w.mean(), 0.0, "a freeze starts it over");
+        full(&mut w);
+        w.settle(&Decision {
+            freeze: vec![],
+            thaw: Some(2),
+        });
+        assert_eq!(w.mean(), 0.0, "a thaw starts it over");
     }
 
     #[test]

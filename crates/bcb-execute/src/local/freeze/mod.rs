@@ -24,8 +24,8 @@
 //! after using its share of a core then (it computes, rather than finishing a burst a
 //! waiting thread of its test needs in time) is it frozen when starved (its clock then
 //! stops exactly), and thawed, oldest first, once half a core has stayed free of our demand
-//! or the machine left a fifth of a core idle over the window ([`next_weight`], [`governor::decide`])
-//! or when the scheduler would start a new sample beyond the workers (the
+//! or the machine left a fifth of a core idle over the window ([`next_weight`],
+//! [`governor::decide`]) or when the scheduler would start a new sample beyond the workers (the
 //! core goes to the oldest frozen one instead: [`thaw_oldest`]). Once quiet, it starts over
 //! (probed again before any freeze). When it becomes primary, it gets the default weight back.
 //!
