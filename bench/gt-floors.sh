@@ -4,7 +4,10 @@
 # wall time, peak RSS of the orchestrator, verdict differences, where the longest tasks
 # finished, and bcb's wall as a ratio of two floors:
 #   test-time floor = max(longest test, sum of test wall / cores)
-#   CPU floor       = sum of per-sample CPU (rusage of the sample's process tree) / cores
+#   CPU floor       = sum of per-sample CPU (rusage of the sample's process tree) / cores,
+#                     to each verdict (the journal's cpu_secs), and to each reap: with the
+#                     CPU each sample's process used after its verdict, its exit (debug log
+#                     lines of bcb_execute::stages, from builds that write them)
 # and the median per-sample overhead (job wall - test time) where the journal records both;
 # and the CPU the floor does not count (the whole process tree's user+sys minus the samples':
 # slot warm-ups, supervisors, bcb itself) with the floor no schedule can beat,
@@ -42,7 +45,7 @@ run() { # name binary
     local name=$1 bin=$2 cache="$out/$1-cache"
     rm -rf "$cache"; mkdir -p "$cache"
     echo "== $name: $bin evaluate --check-gt-only --subset $subset --parallel $parallel" >&2
-    BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M %U %S' -o "$out/$name.time" \
+    BCB_LOG=${BCB_LOG:-warn,bcb_execute::stages=debug} BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M %U %S' -o "$out/$name.time" \
         "$bin" evaluate --check-gt-only --subset "$subset" --parallel "$parallel" "${ids[@]}" -q \
         >"$out/$name.out" 2>"$out/$name.err" || true
     cp "$cache"/ground-truth/*.jsonl "$out/$name.journal.jsonl"
@@ -52,7 +55,7 @@ run() { # name binary
 run current "$current"
 
 python3 - "$out" "$parallel" <<'PY'
-import json, os, sys
+import json, os, re, sys
 out, cores = sys.argv[1], int(sys.argv[2])
 def load(name):
     rows = []
@@ -93,6 +96,13 @@ wall = runs["current"][1]
 print(f"floors (current, {cores} cores): test-time {test_floor:.1f}s (longest {max(walls):.1f}s, "
       f"sum of job wall {sum(walls):.1f}s, of test time {sum(tests):.1f}s), CPU {cpu_floor:.1f}s (sum {sum(cpus):.1f}s)")
 print(f"current wall / test-time floor {wall / test_floor:.2f}   wall / CPU floor {wall / cpu_floor:.2f}")
+after = [float(m.group(1)) for m in (re.search(r"after the verdict: ([0-9.]+) s of CPU", l)
+                                     for l in open(os.path.join(out, "current.err"), errors="replace")) if m]
+if after:
+    reaped = max(max(walls), (sum(cpus) + sum(after)) / cores)
+    print(f"samples' CPU to their reap {sum(cpus) + sum(after):.1f}s ({sum(after):.1f}s of it after "
+          f"{len(after)} verdicts: their exits); wall / max(CPU floor to the reap, longest job) "
+          f"{wall / reaped:.3f}")
 tree = runs["current"][3]
 reachable = max(max(walls), tree / cores)
 print(f"process tree CPU {tree:.1f}s, samples {sum(cpus):.1f}s: {tree - sum(cpus):.1f}s not in the CPU floor "

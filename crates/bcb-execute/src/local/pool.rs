@@ -270,8 +270,9 @@ impl PoolExecutor {
     }
 }
 
-/// Target of the per-job stage breakdown (`BCB_LOG=bcb_execute::stages=debug`).
-const STAGES: &str = "bcb_execute::stages";
+/// Target of the per-job stage breakdown (`BCB_LOG=bcb_execute::stages=debug`), and of the
+/// CPU each sample used after its verdict.
+pub(super) const STAGES: &str = "bcb_execute::stages";
 
 /// One debug line per warm job: the slot round trip and the harness's stage timestamps, in ms
 /// (read by bench/serve-breakdown.sh).

@@ -1,11 +1,96 @@
 //! What the scheduler reads from `/proc`: threads' run and wait times, processes' CPU ticks,
 //! the machine's busy jiffies and available memory. Readers only; every decision is elsewhere.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Each thread's time on a CPU and time waiting for one (ns), by thread id.
 pub(crate) type ThreadTimes = HashMap<u32, (u64, u64)>;
+
+/// Files kept open at most: a sample with thousands of threads is read the slow way (open,
+/// read, close) beyond this, and bcb keeps descriptors for its own work.
+const MAX_KEPT: usize = 256;
+
+/// The `/proc` files the sampler reads every interval, kept open between its passes and
+/// read again from the start: opening one (a path walk through `/proc`, a new file, and
+/// `read_to_string`'s `statx`) costs more than reading it, and a TensorFlow sample has 12
+/// to 35 threads with two files each. A file that fails (its task is gone) is opened again
+/// by path, since a new task may have taken the id; one not read in a whole pass is closed
+/// at [`ProcFiles::end_pass`]. Not for a cgroup v1 `tasks` or `cgroup.procs`: an open one
+/// keeps the pid list it loaded first for as long as it is read again within a second.
+#[derive(Default)]
+pub(crate) struct ProcFiles {
+    kept: HashMap<String, Kept>,
+    buf: Vec<u8>,
+    pass: u64,
+}
+
+struct Kept {
+    file: File,
+    /// The last pass that read it.
+    pass: u64,
+}
+
+impl ProcFiles {
+    /// The whole file at `path` now, as text; `None` if it cannot be read.
+    pub(crate) fn read(&mut self, path: String) -> Option<&str> {
+        let Self { kept, buf, pass } = self;
+        match kept.get_mut(&path) {
+            Some(k) if read_from_start(&k.file, buf).is_ok() => k.pass = *pass,
+            _ => {
+                kept.remove(&path);
+                let file = File::open(&path).ok()?;
+                read_from_start(&file, buf).ok()?;
+                if kept.len() < MAX_KEPT {
+                    kept.insert(path, Kept { file, pass: *pass });
+                }
+            }
+        }
+        std::str::from_utf8(buf).ok()
+    }
+
+    /// Closes the files this pass did not read (a thread or a sample that ended).
+    pub(crate) fn end_pass(&mut self) {
+        let pass = self.pass;
+        self.kept.retain(|_, k| k.pass == pass);
+        self.pass += 1;
+    }
+
+    /// How many files are open.
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> usize {
+        self.kept.len()
+    }
+}
+
+/// Reads `file` from offset 0 to its end into `buf` (`/proc` files are generated afresh at
+/// a read from the start).
+fn read_from_start(file: &File, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.clear();
+    buf.resize(4096, 0);
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match file.read_at(&mut buf[len..], len as u64)? {
+            0 => break,
+            n => len += n,
+        }
+    }
+    buf.truncate(len);
+    Ok(())
+}
+
+/// Processes whose threads the governor's pass already counted, and how many of those
+/// threads were runnable: the demand walk adds the count rather than read them again.
+#[derive(Debug, Default)]
+pub(crate) struct Counted {
+    pub pids: HashSet<u32>,
+    pub runnable: usize,
+}
 
 /// A task's state letter (`R`, `S`, `D`, `Z`, ...), the first field after the command's
 /// closing parenthesis in a `/proc/PID/stat` line.
@@ -20,35 +105,41 @@ pub(crate) fn thread_state(stat: &str) -> Option<char> {
 /// Also how many of the threads are runnable now (on a CPU or waiting for one: the
 /// kernel adds a wait to `schedstat` only once the thread gets its CPU, so a thread
 /// starved at the lowest weight shows there late, and here at once).
-pub(crate) fn thread_times(cgroup: &Path) -> (ThreadTimes, usize) {
+pub(crate) fn thread_times(files: &mut ProcFiles, cgroup: &Path) -> (ThreadTimes, usize) {
+    // Opened afresh each time (see `ProcFiles`).
     let Ok(tasks) = std::fs::read_to_string(cgroup.join("tasks")) else {
         return (ThreadTimes::new(), 0);
     };
     let mut runnable = 0;
     let times = tasks
         .split_whitespace()
+        .filter_map(|tid| tid.parse::<u32>().ok())
         .filter_map(|tid| {
-            let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-            let state = stat.rsplit_once(')')?.1.trim_start().chars().next();
-            runnable += usize::from(state == Some('R'));
-            let sched = std::fs::read_to_string(format!("/proc/{tid}/schedstat")).ok()?;
-            Some((tid.parse().ok()?, schedstat_ns(&sched)?))
+            let stat = files.read(format!("/proc/{tid}/stat"))?;
+            runnable += usize::from(thread_state(stat) == Some('R'));
+            let sched = files.read(format!("/proc/{tid}/schedstat"))?;
+            Some((tid, schedstat_ns(sched)?))
         })
         .collect();
     (times, runnable)
 }
 
 /// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so
-/// a short-lived child's time stays counted once its parent waited for it.
-pub(crate) fn cgroup_cpu_ticks(cgroup: &Path) -> u64 {
+/// a short-lived child's time stays counted once its parent waited for it; and the
+/// processes.
+pub(crate) fn cgroup_cpu_ticks(files: &mut ProcFiles, cgroup: &Path) -> (u64, Vec<u32>) {
     let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else {
-        return 0;
+        return (0, Vec::new());
     };
-    procs
+    let pids: Vec<u32> = procs
         .split_whitespace()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-        .map(|stat| process_ticks(&stat))
-        .sum()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let ticks = pids
+        .iter()
+        .filter_map(|pid| files.read(format!("/proc/{pid}/stat")).map(process_ticks))
+        .sum();
+    (ticks, pids)
 }
 
 /// Time on a CPU and time waiting for one (ns), from a `/proc/TID/schedstat` line.
@@ -111,9 +202,9 @@ mod tests {
 
     /// What `measure` grows by over half a second for a sleeping and a spinning process,
     /// each alone in a fake cgroup folder (its pid in `cgroup.procs` and `tasks`).
-    fn asleep_and_spinning(measure: impl Fn(&Path) -> u64) -> (u64, u64) {
+    fn asleep_and_spinning(mut measure: impl FnMut(&Path) -> u64) -> (u64, u64) {
         use std::process::Command;
-        let grown = |pid: u32| {
+        let mut grown = |pid: u32| {
             let dir = tempfile::tempdir().unwrap();
             for file in ["cgroup.procs", "tasks"] {
                 std::fs::write(dir.path().join(file), format!("{pid}\n")).unwrap();
@@ -137,7 +228,9 @@ mod tests {
 
     #[test]
     fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
-        let (asleep, spinning) = asleep_and_spinning(cgroup_cpu_ticks);
+        // One set of kept files for every measurement: a kept file reads fresh each time.
+        let mut files = ProcFiles::default();
+        let (asleep, spinning) = asleep_and_spinning(|dir| cgroup_cpu_ticks(&mut files, dir).0);
         assert_eq!(asleep, 0);
         assert!(spinning > 0, "a spinning process uses CPU ticks");
         let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
@@ -146,8 +239,9 @@ mod tests {
 
     #[test]
     fn runnable_time_counts_a_spinning_thread_and_not_a_sleeping_one() {
+        let mut files = ProcFiles::default();
         let (asleep, spinning) = asleep_and_spinning(|dir| {
-            thread_times(dir)
+            thread_times(&mut files, dir)
                 .0
                 .values()
                 .map(|(run, wait)| run + wait)
@@ -164,5 +258,26 @@ mod tests {
         );
         assert_eq!(schedstat_ns("1500 250 7\n"), Some((1500, 250)));
         assert_eq!(schedstat_ns("garbage"), None);
+    }
+
+    #[test]
+    fn a_kept_file_of_a_task_that_ended_reads_nothing_and_unread_files_close() {
+        use std::process::Command;
+        let mut files = ProcFiles::default();
+        let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+        let path = format!("/proc/{}/stat", sleeper.id());
+        assert!(files
+            .read(path.clone())
+            .is_some_and(|s| s.contains("(sleep)")));
+        assert_eq!(files.kept(), 1);
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert_eq!(files.read(path), None, "the task is gone, its file with it");
+        assert_eq!(files.kept(), 0);
+        assert!(files.read("/proc/self/stat".into()).is_some());
+        files.end_pass();
+        assert_eq!(files.kept(), 1, "read in the pass that ended: kept");
+        files.end_pass();
+        assert_eq!(files.kept(), 0, "unread for a whole pass: closed");
     }
 }

@@ -36,8 +36,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::freeze::{govern, promote_oldest, thaw_oldest, IdleWindow, Role, Seat, RERUN_HELD_OVER};
-use super::procfs::{cpu_jiffies, mem_available_mb, thread_state};
+use super::freeze::{
+    govern, promote_oldest, thaw_oldest, Pass, Role, Sampler, Seat, RERUN_HELD_OVER,
+};
+use super::procfs::{cpu_jiffies, mem_available_mb, thread_state, Counted, ProcFiles};
 use crate::intake::{JobSource, OnServed, Peek, Ticket};
 use crate::job::SLEEPER_CPU_SHARE;
 use crate::{ExecError, Job, Outcome, Remark, Status};
@@ -175,39 +177,42 @@ pub(crate) fn note_spawner() {
 
 /// Runnable threads among this process's descendants (pool slots, samples, their children),
 /// found through /proc's `children` lists from the main thread and the slot spawners; `None`
-/// where the kernel has no such lists.
-fn our_demand() -> Option<usize> {
+/// where the kernel has no such lists. The processes of the samples the governor measured in
+/// this pass (`counted`) are not read again: their runnable threads are added as counted.
+fn our_demand(files: &mut ProcFiles, counted: &Counted) -> Option<usize> {
     let me = std::process::id();
     let mut spawners = SPAWNERS.lock().unwrap().clone();
     spawners.insert(me); // once, if it spawned too
     let mut stack = Vec::new();
+    let pids = |list: &str| -> Vec<u32> {
+        list.split_whitespace()
+            .filter_map(|c| c.parse().ok())
+            .collect()
+    };
     for tid in spawners {
-        match std::fs::read_to_string(format!("/proc/{me}/task/{tid}/children")) {
-            Ok(kids) => stack.extend(
-                kids.split_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
-            ),
-            Err(_) if tid == me => return None,
-            Err(_) => {
+        match files.read(format!("/proc/{me}/task/{tid}/children")) {
+            Some(kids) => stack.extend(pids(kids)),
+            None if tid == me => return None,
+            None => {
                 SPAWNERS.lock().unwrap().remove(&tid); // the thread ended
             }
         }
     }
-    let mut runnable = 0;
+    let mut runnable = counted.runnable;
     while let Some(pid) = stack.pop() {
+        if counted.pids.contains(&pid) {
+            continue; // a sample's process, with its children in its cgroup: counted
+        }
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             continue; // gone meanwhile
         };
         for task in tasks.flatten() {
-            let path = task.path();
-            if let Ok(kids) = std::fs::read_to_string(path.join("children")) {
-                stack.extend(
-                    kids.split_whitespace()
-                        .filter_map(|c| c.parse::<u32>().ok()),
-                );
+            let dir = format!("/proc/{pid}/task/{}", task.file_name().to_string_lossy());
+            if let Some(kids) = files.read(format!("{dir}/children")) {
+                stack.extend(pids(kids));
             }
-            let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-            runnable += usize::from(thread_state(&stat) == Some('R'));
+            let state = files.read(format!("{dir}/stat")).and_then(thread_state);
+            runnable += usize::from(state == Some('R'));
         }
     }
     Some(runnable)
@@ -412,7 +417,7 @@ impl Queue<'_> {
         let mut last = cpu_jiffies();
         let mut since = Instant::now();
         let mut demands: VecDeque<usize> = VecDeque::new();
-        let mut idles = IdleWindow::default();
+        let mut sampler = Sampler::default();
         while !finished.load(Ordering::Relaxed) {
             std::thread::sleep(INTERVAL);
             let now = cpu_jiffies();
@@ -423,15 +428,16 @@ impl Queue<'_> {
                 }
                 _ => None,
             };
-            idles.push(idle_cores);
-            let asked = govern(self.seats, cores, &mut idles);
-            let demand = our_demand().map(|d| {
+            sampler.idle.push(idle_cores);
+            let Pass { asked, counted } = govern(self.seats, cores, &mut sampler);
+            let demand = our_demand(&mut sampler.files, &counted).map(|d| {
                 demands.push_back(d);
                 if demands.len() > DEMAND_WINDOW {
                     demands.pop_front();
                 }
                 demands.iter().copied().max().unwrap_or(0) as f64
             });
+            sampler.files.end_pass();
             if let Some(idle_cores) = idle_cores {
                 *self.idle.lock().unwrap() = Some(IdleSample {
                     since,
@@ -667,28 +673,43 @@ mod tests {
     #[test]
     fn our_demand_counts_a_busy_child_and_not_a_sleeping_one() {
         use std::process::Command;
-        let Some(_) = our_demand() else {
+        // One set of kept files throughout, as the sampler keeps it.
+        let mut files = ProcFiles::default();
+        let none = Counted::default();
+        let Some(_) = our_demand(&mut files, &none) else {
             return; // a kernel without /proc/PID/task/TID/children
         };
         note_spawner(); // as `Slot::spawn_for` does
         let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
         std::thread::sleep(Duration::from_millis(200));
-        let asleep: Vec<usize> = (0..5).filter_map(|_| our_demand()).collect();
+        let asleep: Vec<usize> = (0..5)
+            .filter_map(|_| our_demand(&mut files, &none))
+            .collect();
         let mut busy = Command::new("sh")
             .args(["-c", "while :; do :; done"])
             .spawn()
             .unwrap();
         let mut seen = 0;
         for _ in 0..50 {
-            seen = seen.max(our_demand().unwrap_or(0));
+            seen = seen.max(our_demand(&mut files, &none).unwrap_or(0));
             std::thread::sleep(Duration::from_millis(10));
         }
+        // The governor counted the busy child (as a sample's process) with no thread
+        // runnable: the walk takes its word and does not read it again.
+        let counted = Counted {
+            pids: [busy.id()].into(),
+            runnable: 0,
+        };
+        let skipped = (0..20)
+            .filter_map(|_| our_demand(&mut files, &counted))
+            .max();
         for child in [&mut sleeper, &mut busy] {
             let _ = child.kill();
             let _ = child.wait();
         }
         assert_eq!(asleep, [0; 5], "a sleeping child is no demand");
         assert!(seen >= 1, "a spinning child is runnable");
+        assert_eq!(skipped, Some(0), "a counted process is not walked again");
     }
 
     #[test]

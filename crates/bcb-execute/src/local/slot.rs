@@ -355,7 +355,7 @@ impl Slot {
                     self.settling = !self.one_shot;
                     return Ok(*m);
                 }
-                Ok(Incoming::Msg(Event::Ready { .. } | Event::Idle)) => {}
+                Ok(Incoming::Msg(Event::Ready { .. } | Event::Idle { .. })) => {}
                 Ok(Incoming::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     if let Some(p) = sample_pid {
                         unsafe { libc::kill(p, libc::SIGKILL) };
@@ -397,7 +397,16 @@ impl Slot {
         }
         loop {
             match self.events.recv_timeout(SETTLE_TIMEOUT) {
-                Ok(Incoming::Msg(Event::Idle)) => {
+                Ok(Incoming::Msg(Event::Idle {
+                    cpu_after_verdict_secs,
+                })) => {
+                    if let Some(secs) = cpu_after_verdict_secs {
+                        // Summed by bench/gt-floors.sh: the samples' CPU to their reap.
+                        tracing::debug!(
+                            target: super::pool::STAGES,
+                            "after the verdict: {secs:.4} s of CPU"
+                        );
+                    }
                     self.settling = false;
                     return true;
                 }

@@ -139,7 +139,12 @@ pub(crate) enum Event {
     /// Boxed: far larger than the other events, which travel in the same channel.
     Result(Box<ResultMsg>),
     /// A pool slot after a result: the sample cleaned up, the next process forked ahead.
-    Idle,
+    Idle {
+        /// CPU the sample's process used after a verdict sent before its exit (its exit,
+        /// mostly); absent when the verdict waited for the reap and so counts it.
+        #[serde(default)]
+        cpu_after_verdict_secs: Option<f64>,
+    },
 }
 
 /// The supervisor's account of one sample. Everything but `report` is the supervisor's own

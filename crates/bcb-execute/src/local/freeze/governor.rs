@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::seats::{Measured, Role, Seat};
 use super::weights::{Seen, PRIMARY_CPU_SHARES};
 use super::FREEZE_CPU_SHARE;
-use crate::local::procfs::clock_ticks_per_sec;
+use crate::local::procfs::{clock_ticks_per_sec, Counted, ProcFiles};
 
 /// Intervals a core must have stayed free before a frozen sample is thawed.
 pub(super) const THAW_WINDOW: usize = 3;
@@ -22,6 +22,24 @@ const DEMAND_SLACK: f64 = 0.15;
 /// of demand alone kept a shielded extra frozen beside it for seconds while a fifth of the
 /// machine idled.
 const SHIELDED_THAW_IDLE: f64 = 0.2;
+
+/// What the sampler keeps from one pass to the next: the machine's idle cores, and the
+/// files it reads.
+#[derive(Default)]
+pub(crate) struct Sampler {
+    pub(crate) idle: IdleWindow,
+    pub(crate) files: ProcFiles,
+}
+
+/// What one pass of the governor measured.
+#[derive(Debug, Default)]
+pub(crate) struct Pass {
+    /// What the running samples asked of the CPUs over the interval, in cores; `None` where
+    /// samples run and none has a cgroup to measure (no freezer).
+    pub(crate) asked: Option<f64>,
+    /// The samples' processes it read, and their threads runnable now.
+    pub(crate) counted: Counted,
+}
 
 /// The machine's idle cores at the last [`THAW_WINDOW`] intervals since the last freeze or
 /// thaw.
@@ -149,10 +167,12 @@ pub(crate) fn decide(views: &[View], cores: usize, idle: f64) -> Decision {
 /// that keeps many threads runnable for moments asks only for the time it uses, and an extra
 /// left waiting for a core asks for the whole interval. `None` where samples run and none has
 /// a cgroup to measure (no freezer); one between its start and its attachment counts nothing.
-/// `idle` holds the machine's idle cores of the last intervals; a freeze or a thaw starts it
-/// over.
-pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Option<f64> {
+/// `sampler.idle` holds the machine's idle cores of the last intervals; a freeze or a thaw
+/// starts it over.
+pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pass {
+    let Sampler { idle, files } = sampler;
     let ticks_per_sec = clock_ticks_per_sec();
+    let mut counted = Counted::default();
     let mut views = Vec::new();
     let mut handles = Vec::new();
     let (mut running, mut attached) = (false, false);
@@ -178,10 +198,13 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Opt
         if frozen {
             r.last = None;
         } else {
-            let (times, runnable) = sample.runnable_ns();
+            let (times, runnable) = sample.runnable_ns(files);
+            let (cpu_ticks, pids) = sample.cpu_ticks(files);
+            counted.pids.extend(pids);
+            counted.runnable += runnable;
             let now = Measured {
                 at: Instant::now(),
-                cpu_ticks: sample.cpu_ticks(),
+                cpu_ticks,
                 runnable_ns: times,
                 runnable,
             };
@@ -263,7 +286,10 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, idle: &mut IdleWindow) -> Opt
         );
         sample.thaw();
     }
-    (attached || !running).then_some(asked)
+    Pass {
+        asked: (attached || !running).then_some(asked),
+        counted,
+    }
 }
 
 #[cfg(test)]
@@ -322,9 +348,13 @@ mod tests {
                 dir
             })
             .collect();
-        let first = govern(&seats, 2, &mut IdleWindow::default());
+        // One sampler for both passes, as the sampler thread keeps it: the second reads
+        // through the files the first kept open.
+        let mut sampler = Sampler::default();
+        let first = govern(&seats, 2, &mut sampler).asked;
         std::thread::sleep(Duration::from_millis(300));
-        let asked = govern(&seats, 2, &mut IdleWindow::default()).unwrap();
+        let pass = govern(&seats, 2, &mut sampler);
+        let asked = pass.asked.unwrap();
         for child in [&mut sleeper, &mut spinner] {
             let _ = child.kill();
             let _ = child.wait();
@@ -333,7 +363,7 @@ mod tests {
         let bare = [Seat::default()];
         bare[0].begin(Role::Primary, false);
         assert_eq!(
-            govern(&bare, 2, &mut IdleWindow::default()),
+            govern(&bare, 2, &mut Sampler::default()).asked,
             None,
             "a sample without a cgroup is not measured"
         );
@@ -346,6 +376,12 @@ mod tests {
         assert!(
             (0.8..1.2).contains(&asked),
             "one spinner asks for a core: {asked}"
+        );
+        // What the demand walk then skips: both processes, one of them runnable.
+        assert_eq!(pass.counted.pids, [sleeper.id(), spinner.id()].into());
+        assert_eq!(
+            pass.counted.runnable, 1,
+            "the spinner runs, the sleeper sleeps"
         );
     }
 

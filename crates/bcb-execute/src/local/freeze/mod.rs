@@ -60,7 +60,7 @@ mod sample;
 mod seats;
 mod weights;
 
-pub(crate) use governor::{govern, IdleWindow};
+pub(crate) use governor::{govern, Pass, Sampler};
 pub(crate) use sample::Freezable;
 pub(crate) use seats::{promote_oldest, thaw_oldest, Role, Seat};
 

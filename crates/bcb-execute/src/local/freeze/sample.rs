@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::weights::{next_weight, Seen, Weighing, PRIMARY_CPU_SHARES};
 use super::FREEZE_BUDGET;
 use crate::local::cgroups::thaw_cgroup;
-use crate::local::procfs::{cgroup_cpu_ticks, thread_times, ThreadTimes};
+use crate::local::procfs::{cgroup_cpu_ticks, thread_times, ProcFiles, ThreadTimes};
 use crate::local::wire::{Control, ControlPipe};
 
 #[derive(Default)]
@@ -236,20 +236,20 @@ impl Freezable {
 
     /// The sample's threads with their run and wait times, and how many are runnable now
     /// ([`thread_times`]).
-    pub(super) fn runnable_ns(&self) -> (ThreadTimes, usize) {
-        thread_times(&self.cgroup)
+    pub(super) fn runnable_ns(&self, files: &mut ProcFiles) -> (ThreadTimes, usize) {
+        thread_times(files, &self.cgroup)
     }
 
-    /// CPU ticks of the sample's processes ([`cgroup_cpu_ticks`]).
-    pub(super) fn cpu_ticks(&self) -> u64 {
-        cgroup_cpu_ticks(&self.cgroup)
+    /// CPU ticks of the sample's processes, and the processes ([`cgroup_cpu_ticks`]).
+    pub(super) fn cpu_ticks(&self, files: &mut ProcFiles) -> (u64, Vec<u32>) {
+        cgroup_cpu_ticks(files, &self.cgroup)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local::freeze::governor::{govern, IdleWindow};
+    use crate::local::freeze::governor::{govern, Sampler};
     use crate::local::freeze::seats::{Role, Seat};
 
     /// A sample is held (frozen or credited) for at most [`FREEZE_BUDGET`]: its deadline
@@ -267,7 +267,7 @@ mod tests {
         // As if frozen for longer than the budget, with no governor step in between.
         sample.clock.lock().unwrap().since = Some(Instant::now() - FREEZE_BUDGET * 2);
         assert_eq!(sample.frozen_for(), FREEZE_BUDGET, "the credit is capped");
-        govern(&seats, 2, &mut IdleWindow::default());
+        govern(&seats, 2, &mut Sampler::default());
         assert!(!sample.is_frozen(), "thawed once its budget is spent");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("freezer.state")).unwrap(),

@@ -165,7 +165,7 @@ pub(crate) fn promote_oldest(seats: &[Seat]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::local::freeze::governor::{govern, IdleWindow};
+    use crate::local::freeze::governor::{govern, Sampler};
 
     #[test]
     fn roles_follow_samples_the_oldest_extra_takes_a_finished_primarys_place() {
@@ -254,7 +254,7 @@ mod tests {
         // ...and then the governor acts.
         late_freeze.freeze();
         for _ in 0..3 {
-            govern(&seats, 2, &mut IdleWindow::default());
+            govern(&seats, 2, &mut Sampler::default());
         }
         assert!(!sample.is_frozen(), "a primary is never frozen");
         assert_ne!(

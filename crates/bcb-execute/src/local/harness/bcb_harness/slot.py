@@ -92,11 +92,12 @@ def main(forked_slot=False):
             pass
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed, "forked": forked_slot})
     ran = False
+    after_verdict = None
     while True:
         if forked is None:
             forked = Forked(cfg, pidns_fd)  # the next job's process, ready before it comes
             if ran:
-                send({"event": "idle"})
+                send({"event": "idle", "cpu_after_verdict_secs": after_verdict})
         line = reader.readline()
         received = time.monotonic()
         job = json.loads(line) if line else {"op": "exit"}
@@ -105,7 +106,7 @@ def main(forked_slot=False):
             return
         if "op" in job:
             continue  # a freeze or thaw that arrived after its job ended
-        run_job(job, cfg, forked, reader, received)
+        after_verdict = run_job(job, cfg, forked, reader, received)
         forked = None
         ran = True
         if cfg.get("one_shot"):

@@ -51,6 +51,9 @@ class Forked:
 
 
 def run_job(job, cfg, forked, reader, received):
+    """Runs `job` in `forked` to its reap. Returns the CPU the sample's process used after a
+    verdict sent before its exit (its exit, mostly: the verdict's `cpu_secs` stops at the
+    report), None when the verdict waited for the reap."""
     import select
     import shutil
 
@@ -153,6 +156,7 @@ def run_job(job, cfg, forked, reader, received):
                     msg["stages"] = dict(stages)
                     send(msg)
                     answered = True
+                    answered_cpu = msg["cpu_secs"]
                     freezer.done = True
                     freezer.thaw()
         if pidfd in ready:
@@ -187,7 +191,9 @@ def run_job(job, cfg, forked, reader, received):
             if name.startswith("s-"):
                 shutil.rmtree(os.path.join(base, name), ignore_errors=True)
     if answered:
-        return
+        if answered_cpu is None:
+            return None
+        return max(usage.ru_utime + usage.ru_stime - answered_cpu, 0.0)
     msg = result_base(job, wall, usage.ru_utime + usage.ru_stime, expected)
     if os.WIFSIGNALED(wstatus):
         msg["signal"] = os.WTERMSIG(wstatus)
@@ -203,6 +209,7 @@ def run_job(job, cfg, forked, reader, received):
     mark("judged")
     msg["stages"] = stages
     send(msg)
+    return None
 
 
 def result_base(job, wall, cpu, expected):
