@@ -205,6 +205,10 @@ fn same_verdicts_as_without_extras(kind: &str) {
 
 /// Sleeps two seconds, then keeps a core busy for twelve (a primary that wakes up computing).
 const WAKES_AND_COMPUTES: &str = "import time\ndef task_func():\n    time.sleep(2)\n    t = time.time()\n    while time.time() - t < 12:\n        pass\n    return 1\n";
+/// The same after five seconds asleep: room for the extras' admission on a machine busy with
+/// other tests (in a CI run the extras once started only after two seconds had passed, and
+/// ran after the primaries instead of beside them).
+const WAKES_LATER_AND_COMPUTES: &str = "import time\ndef task_func():\n    time.sleep(5)\n    t = time.time()\n    while time.time() - t < 12:\n        pass\n    return 1\n";
 /// The same, pausing half a second every 2.5 s of its twelve (a frozen extra thaws then, as
 /// it does between the short samples of a real run).
 const WAKES_AND_COMPUTES_IN_STRETCHES: &str = "import time\ndef task_func():\n    time.sleep(2)\n    t = time.time()\n    while time.time() - t < 12:\n        s = time.time()\n        while time.time() - s < 2.5:\n            pass\n        time.sleep(0.5)\n    return 1\n";
@@ -277,7 +281,7 @@ fn a_held_sample_that_fails_is_judged_again_unheld() {
     let Some(py) = python() else { return };
     let _quiet = QuietCpu::enter();
     let timers = (10..12).map(|k| job(k, "timer", TIMES_ITS_WORK, TIMES_ITS_WORK_TEST, 30.0));
-    let seen = beside_two_primaries(py, WAKES_AND_COMPUTES, timers);
+    let seen = beside_two_primaries(py, WAKES_LATER_AND_COMPUTES, timers);
     assert_eq!(seen.len(), 4, "every job reported once");
     for (task, o, _) in &seen {
         assert_eq!(o.status, Status::Pass, "{task}: {seen:?}");

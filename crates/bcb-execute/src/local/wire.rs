@@ -274,6 +274,29 @@ mod tests {
         );
     }
 
+    /// What `slot.py` says after a job: the CPU the sample used after a verdict sent before
+    /// its exit, when there was one (bench/gt-floors.sh sums it into the floor to the reap).
+    #[test]
+    fn an_idle_line_carries_the_cpu_used_after_an_early_verdict() {
+        let idle = |line: &str| match serde_json::from_str(line).unwrap() {
+            super::Event::Idle {
+                cpu_after_verdict_secs,
+            } => cpu_after_verdict_secs,
+            other => panic!("{other:?}"),
+        };
+        let slot = include_str!("harness/bcb_harness/slot.py");
+        assert!(slot.contains("\"event\": \"idle\", \"cpu_after_verdict_secs\": "));
+        assert_eq!(
+            idle(r#"{"event": "idle", "cpu_after_verdict_secs": 0.0042}"#),
+            Some(0.0042)
+        );
+        assert_eq!(
+            idle(r#"{"event": "idle", "cpu_after_verdict_secs": null}"#),
+            None
+        );
+        assert_eq!(idle(r#"{"event": "idle"}"#), None);
+    }
+
     /// The lines the harness reads (`freezer.py`'s `Freezer.op`, `slot.py`'s exit).
     #[test]
     fn control_ops_are_the_lines_the_harness_reads() {
