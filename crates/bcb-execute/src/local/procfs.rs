@@ -98,48 +98,58 @@ pub(crate) fn thread_state(stat: &str) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
-/// Each thread of the sample's cgroup (the sample and everything it started) with the
-/// time it has spent on a CPU and waiting for one (`/proc/TID/schedstat`, ns): integrated
-/// over an interval, what the sample asked of the cores, not a moment's run-queue count
-/// (a thread pool's momentary runnable threads overstate what it uses).
-/// Also how many of the threads are runnable now (on a CPU or waiting for one: the
-/// kernel adds a wait to `schedstat` only once the thread gets its CPU, so a thread
-/// starved at the lowest weight shows there late, and here at once).
-pub(crate) fn thread_times(files: &mut ProcFiles, cgroup: &Path) -> (ThreadTimes, usize) {
-    // Opened afresh each time (see `ProcFiles`).
-    let Ok(tasks) = std::fs::read_to_string(cgroup.join("tasks")) else {
-        return (ThreadTimes::new(), 0);
-    };
-    let mut runnable = 0;
-    let times = tasks
-        .split_whitespace()
-        .filter_map(|tid| tid.parse::<u32>().ok())
-        .filter_map(|tid| {
-            let stat = files.read(format!("/proc/{tid}/stat"))?;
-            runnable += usize::from(thread_state(stat) == Some('R'));
-            let sched = files.read(format!("/proc/{tid}/schedstat"))?;
-            Some((tid, schedstat_ns(sched)?))
-        })
-        .collect();
-    (times, runnable)
+/// One reading of a sample's cgroup (the sample and everything it started).
+#[derive(Debug, Default)]
+pub(crate) struct CgroupReading {
+    /// Each thread with the time it has spent on a CPU and waiting for one
+    /// (`/proc/TID/schedstat`, ns): integrated over an interval, what the sample asked of the
+    /// cores, not a moment's run-queue count (a thread pool's momentary runnable threads
+    /// overstate what it uses).
+    pub times: ThreadTimes,
+    /// Threads runnable now (on a CPU or waiting for one: the kernel adds a wait to
+    /// `schedstat` only once the thread gets its CPU, so a thread starved at the lowest
+    /// weight shows there late, and here at once).
+    pub runnable: usize,
+    /// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so a
+    /// short-lived child's time stays counted once its parent waited for it.
+    pub ticks: u64,
+    /// The cgroup's processes.
+    pub pids: Vec<u32>,
 }
 
-/// CPU time (clock ticks) of the cgroup's processes with the children they reaped, so
-/// a short-lived child's time stays counted once its parent waited for it; and the
-/// processes.
-pub(crate) fn cgroup_cpu_ticks(files: &mut ProcFiles, cgroup: &Path) -> (u64, Vec<u32>) {
-    let Ok(procs) = std::fs::read_to_string(cgroup.join("cgroup.procs")) else {
-        return (0, Vec::new());
+/// Reads the cgroup's threads and processes. A process's `/proc/PID/stat` is its main
+/// thread's too (state of the main thread, times of the whole process), so each is read
+/// once. The pid lists are opened afresh each time (see [`ProcFiles`]).
+pub(crate) fn read_cgroup(files: &mut ProcFiles, cgroup: &Path) -> CgroupReading {
+    let list = |name: &str| -> Vec<u32> {
+        std::fs::read_to_string(cgroup.join(name))
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    let pids: Vec<u32> = procs
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let ticks = pids
-        .iter()
-        .filter_map(|pid| files.read(format!("/proc/{pid}/stat")).map(process_ticks))
-        .sum();
-    (ticks, pids)
+    let mut reading = CgroupReading {
+        pids: list("cgroup.procs"),
+        ..CgroupReading::default()
+    };
+    for tid in list("tasks") {
+        let Some(stat) = files.read(format!("/proc/{tid}/stat")) else {
+            continue; // ended meanwhile
+        };
+        reading.runnable += usize::from(thread_state(stat) == Some('R'));
+        if reading.pids.contains(&tid) {
+            reading.ticks += process_ticks(stat);
+        }
+        if let Some(ns) = files
+            .read(format!("/proc/{tid}/schedstat"))
+            .and_then(schedstat_ns)
+        {
+            reading.times.insert(tid, ns);
+        }
+    }
+    reading
 }
 
 /// Time on a CPU and time waiting for one (ns), from a `/proc/TID/schedstat` line.
@@ -230,7 +240,7 @@ mod tests {
     fn cpu_ticks_count_a_spinning_process_and_not_a_sleeping_one() {
         // One set of kept files for every measurement: a kept file reads fresh each time.
         let mut files = ProcFiles::default();
-        let (asleep, spinning) = asleep_and_spinning(|dir| cgroup_cpu_ticks(&mut files, dir).0);
+        let (asleep, spinning) = asleep_and_spinning(|dir| read_cgroup(&mut files, dir).ticks);
         assert_eq!(asleep, 0);
         assert!(spinning > 0, "a spinning process uses CPU ticks");
         let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
@@ -241,8 +251,8 @@ mod tests {
     fn runnable_time_counts_a_spinning_thread_and_not_a_sleeping_one() {
         let mut files = ProcFiles::default();
         let (asleep, spinning) = asleep_and_spinning(|dir| {
-            thread_times(&mut files, dir)
-                .0
+            read_cgroup(&mut files, dir)
+                .times
                 .values()
                 .map(|(run, wait)| run + wait)
                 .sum()

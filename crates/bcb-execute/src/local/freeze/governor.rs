@@ -198,15 +198,14 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
         if frozen {
             r.last = None;
         } else {
-            let (times, runnable) = sample.runnable_ns(files);
-            let (cpu_ticks, pids) = sample.cpu_ticks(files);
-            counted.pids.extend(pids);
-            counted.runnable += runnable;
+            let reading = sample.read(files);
+            counted.pids.extend(reading.pids);
+            counted.runnable += reading.runnable;
             let now = Measured {
                 at: Instant::now(),
-                cpu_ticks,
-                runnable_ns: times,
-                runnable,
+                cpu_ticks: reading.ticks,
+                runnable_ns: reading.times,
+                runnable: reading.runnable,
             };
             if let Some(then) = &r.last {
                 let secs = now.at.duration_since(then.at).as_secs_f64();

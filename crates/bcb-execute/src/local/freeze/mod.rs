@@ -6,8 +6,8 @@
 //!
 //! Where the slot has a cgroup v1 `cpu` group (root, with the freezer: the usual case), an
 //! extra sample that computes runs at the lowest CPU weight (`cpu.shares` 16 against a
-//! primary's 1024): the kernel gives it little more than what the primaries leave, with no measurement
-//! in between, so it fills the fraction of a core a thread pool leaves as well as a whole
+//! primary's 1024): the kernel gives it little more than what the primaries leave, with no
+//! measurement in between, so it fills the fraction of a core a thread pool leaves as well as a whole
 //! idle one. An extra starts at the default weight and drops to the lowest once it used a
 //! quarter of a core over an interval (100 ms); it gets the default back once it goes quiet
 //! (no thread runnable at two measurements). A sample that mostly sleeps so keeps the

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::weights::{next_weight, Seen, Weighing, PRIMARY_CPU_SHARES};
 use super::FREEZE_BUDGET;
 use crate::local::cgroups::thaw_cgroup;
-use crate::local::procfs::{cgroup_cpu_ticks, thread_times, ProcFiles, ThreadTimes};
+use crate::local::procfs::{read_cgroup, CgroupReading, ProcFiles};
 use crate::local::wire::{Control, ControlPipe};
 
 #[derive(Default)]
@@ -234,15 +234,9 @@ impl Freezable {
         }
     }
 
-    /// The sample's threads with their run and wait times, and how many are runnable now
-    /// ([`thread_times`]).
-    pub(super) fn runnable_ns(&self, files: &mut ProcFiles) -> (ThreadTimes, usize) {
-        thread_times(files, &self.cgroup)
-    }
-
-    /// CPU ticks of the sample's processes, and the processes ([`cgroup_cpu_ticks`]).
-    pub(super) fn cpu_ticks(&self, files: &mut ProcFiles) -> (u64, Vec<u32>) {
-        cgroup_cpu_ticks(files, &self.cgroup)
+    /// The sample's threads, their run and wait times and CPU ticks ([`read_cgroup`]).
+    pub(super) fn read(&self, files: &mut ProcFiles) -> CgroupReading {
+        read_cgroup(files, &self.cgroup)
     }
 }
 
