@@ -17,11 +17,13 @@ pub mod safety;
 mod slice;
 mod syntax;
 pub mod tamper;
+mod testcode;
 
 pub use answer::{read_answer, AnswerText, ReadAs, Reading};
 pub use extract::{code_extract, code_extract_for, code_extract_naive};
 pub use pystr::{py_splitlines, py_strip};
 pub use syntax::{syntax_check, syntax_check_for, syntax_error, PythonVersion, SyntaxErrorInfo};
+pub use testcode::{read_test_code, DeclaredSkips, TestCodeReading};
 
 /// Behaviour beyond the original's; the defaults reproduce it exactly.
 #[derive(Debug, Clone, Default)]

@@ -110,6 +110,25 @@ pub fn syntax_error(code: &str, version: PythonVersion) -> Option<SyntaxErrorInf
     Some(at(code, first_err.0, first_err.1))
 }
 
+/// The module `ast.parse` returns for `version`, or `None` where it raises.
+pub(crate) fn parse_module_for(
+    code: &str,
+    version: PythonVersion,
+) -> Option<ruff_python_ast::ModModule> {
+    if code.contains('\0') {
+        return None;
+    }
+    let options = ParseOptions::from(Mode::Module).with_target_version(version.ruff());
+    let parsed = parse_unchecked(code, options);
+    if !parsed.errors().is_empty() || !parsed.unsupported_syntax_errors().is_empty() {
+        return None;
+    }
+    match parsed.into_syntax() {
+        ruff_python_ast::Mod::Module(module) => Some(module),
+        ruff_python_ast::Mod::Expression(_) => None,
+    }
+}
+
 fn at(code: &str, pos: usize, message: String) -> SyntaxErrorInfo {
     let pos = pos.min(code.len());
     let before = &code[..pos];

@@ -42,7 +42,6 @@ pub(crate) const HARNESS: &[(&str, &str)] = harness_files![
     "bcb_harness/script.py",
     "bcb_harness/slot.py",
     "bcb_harness/supervisor.py",
-    "bcb_harness/testcode.py",
     "bcb_harness/watch.py",
     "bcb_harness/zygote.py",
 ];

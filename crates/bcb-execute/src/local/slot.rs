@@ -19,8 +19,7 @@ use super::launch::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
 use super::sandbox::Isolation;
 use super::schedule::note_spawner;
 use super::wire::{
-    Control, ControlPipe, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WireScript,
-    WIRE_VERSION,
+    Control, ControlPipe, Event, JobRequest, ResultMsg, SlotConfig, WireLimits, WIRE_VERSION,
 };
 use super::zygote::{ForkedSlot, Zygote};
 use crate::{ExecConfig, Job};
@@ -328,20 +327,14 @@ impl Slot {
     ) -> Result<ResultMsg, SlotFailure> {
         let frozen = || sample.map_or(Duration::ZERO, Freezable::frozen_for);
         let start = Instant::now();
-        self.send(&JobRequest {
-            key: self.jobs_done as u64,
-            code: &job.code,
-            test: &job.test,
-            time_limit: job.time_limit.as_secs_f64(),
-            script: job.script().map(WireScript::new),
-        })
-        .map_err(|e| {
-            self.kill();
-            SlotFailure {
-                message: e.to_string(),
-                timed_out: false,
-            }
-        })?;
+        self.send(&JobRequest::new(self.jobs_done as u64, job))
+            .map_err(|e| {
+                self.kill();
+                SlotFailure {
+                    message: e.to_string(),
+                    timed_out: false,
+                }
+            })?;
         let limit = job.time_limit + SLOT_SLACK + Duration::from_secs(5);
         let mut sample_pid: Option<i32> = None;
         loop {

@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::sandbox::Isolation;
-use crate::Limits;
+use crate::{Job, Limits};
 
 /// The protocol's version, sent first in [`SlotConfig`]; the harness package's `PROTOCOL`
 /// (its `__init__.py`) must equal it, or the harness refuses the config.
-pub(crate) const WIRE_VERSION: u32 = 1;
+pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// The first line a harness reads: how to isolate and what to preload.
 #[derive(Serialize)]
@@ -60,9 +60,37 @@ pub(crate) struct JobRequest<'a> {
     pub code: &'a str,
     pub test: &'a str,
     pub time_limit: f64,
+    /// The test code's `test*` methods, which the run must report (`None`: a script job, or
+    /// test code `ast` cannot read).
+    pub expected: Option<Vec<String>>,
+    /// The tests the test code lets skip or expect to fail; `["*"]`: any.
+    pub declared_skips: Vec<String>,
     /// Present for a script job: run `code` as a program instead of a unittest suite.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script: Option<WireScript<'a>>,
+}
+
+impl<'a> JobRequest<'a> {
+    /// The line for `job`, its test code read here (trusted, before the sample exists).
+    pub fn new(key: u64, job: &'a Job) -> JobRequest<'a> {
+        let script = job.script().map(WireScript::new);
+        let (expected, declared_skips) = match script {
+            Some(_) => (None, Vec::new()),
+            None => {
+                let reading = bcb_sanitize::read_test_code(&job.test);
+                (reading.expected, reading.declared_skips.into_names())
+            }
+        };
+        JobRequest {
+            key,
+            code: &job.code,
+            test: &job.test,
+            time_limit: job.time_limit.as_secs_f64(),
+            expected,
+            declared_skips,
+            script,
+        }
+    }
 }
 
 /// A script job's input as the harness reads it (file contents in base64).
@@ -295,6 +323,25 @@ mod tests {
             None
         );
         assert_eq!(idle(r#"{"event": "idle"}"#), None);
+    }
+
+    /// A job line carries its test code's readings, which `supervisor.py` takes as they are
+    /// (the tests the run must report, the skips the hack watch forgives).
+    #[test]
+    fn a_job_line_carries_the_tests_to_report_and_the_declared_skips() {
+        let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_a(self): pass\n    @unittest.skip('net')\n    def test_b(self): pass\n";
+        let job =
+            crate::Job::for_test("BigCodeBench/1", crate::Program::GroundTruth, "x = 1", test);
+        let line = serde_json::to_value(super::JobRequest::new(7, &job)).unwrap();
+        assert_eq!(line["expected"], serde_json::json!(["test_a", "test_b"]));
+        assert_eq!(line["declared_skips"], serde_json::json!(["test_b"]));
+        let broken = crate::Job::for_test("BigCodeBench/1", crate::Program::GroundTruth, "", "(");
+        let line = serde_json::to_value(super::JobRequest::new(7, &broken)).unwrap();
+        assert_eq!(line["expected"], serde_json::Value::Null);
+        assert_eq!(line["declared_skips"], serde_json::json!(["*"]));
+        let supervisor = include_str!("harness/bcb_harness/supervisor.py");
+        assert!(supervisor.contains("job.get(\"expected\")"));
+        assert!(supervisor.contains("job.get(\"declared_skips\")"));
     }
 
     /// The lines the harness reads (`freezer.py`'s `Freezer.op`, `slot.py`'s exit).

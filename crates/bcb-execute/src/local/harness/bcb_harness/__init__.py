@@ -19,7 +19,7 @@
 #   isolate     the child confining itself     rootfs      the sample's filesystem
 #   runner      a unittest sample, verdict     script      a script job (program + stdin)
 #   guard       upstream's kill guard, sink    recorder    the unittest result, tracebacks
-#   integrity   snapshots, tamper check        testcode    static readings of the test code
+#   integrity   snapshots, tamper check
 #   audit       hack watch: channel, hook      watch       hack watch: probe, wrappers
 #   account     hack watch: the judging        freezer     the freezer cgroup, its budget
 #   reap        killing and reaping leftovers  clock       the frozen clock shared page
@@ -28,7 +28,9 @@
 # Wire protocol (Rust side: src/local/wire.rs; change both together):
 #   fd 3, in:  {protocol, isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
 #               tmpfs_mb, freeze_budget_secs}, env, preload, cgroups, workroot, one_shot} -- once
-#              {key, code, test, time_limit, script?}                   -- one per job
+#              {key, code, test, time_limit, expected, declared_skips, script?} -- one per job
+#                 expected: the test code's `test*` methods of class TestCases (null: none
+#                 readable, or a script); declared_skips: the tests it lets skip, ["*"]: any
 #                 script: {stdin, files: {path: base64}, fetch_files, memory_mb?} runs `code`
 #                 as a program (run_script) instead of a unittest suite; its report is
 #                 {script: {end, execution_time, return_code, stdout, stderr, files}}
@@ -58,4 +60,4 @@
 
 # The wire protocol's version (`WIRE_VERSION` in wire.rs): a config of another version is
 # refused before anything runs.
-PROTOCOL = 1
+PROTOCOL = 2
