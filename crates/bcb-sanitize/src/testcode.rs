@@ -90,31 +90,31 @@ fn expected_tests(body: &[Stmt]) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// `Any` wins wherever it is found, so the order of the checks does not matter.
 fn declared_skips(body: &[Stmt]) -> DeclaredSkips {
+    let helper_mentions = |stmt: &Stmt| match stmt {
+        Stmt::ClassDef(class) if class.name.as_str() == TEST_CLASS => false,
+        Stmt::FunctionDef(_) | Stmt::ClassDef(_) => mentions_skip(stmt),
+        _ => false,
+    };
+    // A module-level helper or fixture of the test code, or the class itself.
+    if body.iter().any(helper_mentions)
+        || test_classes(body).any(|c| c.decorator_list.iter().any(decorator_mentions_skip))
+    {
+        return DeclaredSkips::Any;
+    }
     let mut methods = Vec::new();
-    for stmt in body {
-        match stmt {
-            Stmt::ClassDef(class) if class.name.as_str() == TEST_CLASS => {
-                if class.decorator_list.iter().any(decorator_mentions_skip) {
-                    return DeclaredSkips::Any;
-                }
-                for item in &class.body {
-                    if let Stmt::FunctionDef(f) = item {
-                        if mentions_skip(item) {
-                            if !f.name.as_str().starts_with("test") {
-                                return DeclaredSkips::Any; // a fixture or helper of the class
-                            }
-                            methods.push(f.name.as_str().to_string());
-                        }
-                    }
-                }
-            }
-            // A module-level helper or fixture of the test code.
-            Stmt::FunctionDef(_) | Stmt::ClassDef(_) if mentions_skip(stmt) => {
-                return DeclaredSkips::Any;
-            }
-            _ => {}
+    let defs = test_classes(body)
+        .flat_map(|c| &c.body)
+        .filter_map(|item| match item {
+            Stmt::FunctionDef(f) if mentions_skip(item) => Some(f.name.as_str()),
+            _ => None,
+        });
+    for name in defs {
+        if !name.starts_with("test") {
+            return DeclaredSkips::Any; // a fixture or helper of the class
         }
+        methods.push(name.to_string());
     }
     DeclaredSkips::Methods(methods)
 }
