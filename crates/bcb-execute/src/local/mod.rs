@@ -7,6 +7,7 @@ mod cgroups;
 pub mod env;
 mod freeze;
 mod launch;
+mod move_lock;
 mod pool;
 mod process;
 mod procfs;

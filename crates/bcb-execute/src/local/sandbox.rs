@@ -251,6 +251,12 @@ pub fn host_isolation() -> Isolation {
             }
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
+            if iso.cgroup_freezer.is_some() || iso.cgroup_cpu.is_some() {
+                let requested =
+                    std::env::var(EnvVars::BCB_CGROUP_FAVORDYNMODS).as_deref() != Ok("0");
+                let lock = super::move_lock::favor_dynamic_moves(requested);
+                tracing::debug!("the kernel's lock for moves between cgroups: {lock:?}");
+            }
         }
         // After the cgroups' sweep: no sample of a dead bcb still works in its folder.
         super::workroot::sweep_stale(&std::env::temp_dir());
