@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from journal import rows as journal_rows
+from journal import exit_cpu, rows as journal_rows
 
 
 def results_rows(path):
@@ -28,8 +28,9 @@ def results_rows(path):
 
 def compare(out):
     cores = int(open(os.path.join(out, "cores")).read())
-    print("run                 wall     floor  ratio  machine floor  ratio  (floor = max(sum sample CPU / cores, "
-          "longest job); the machine's counts the load's CPU during the run in the sum)")
+    print("run                 wall     floor  ratio  to reap  ratio  machine floor  ratio  (floor = max(sum sample "
+          "CPU / cores, longest job); to reap: each sample's CPU with its exit after the verdict; the machine's "
+          "counts the load's CPU during the run in the sum)")
     verdicts = {}  # (kind, task, program) -> [status per run]
     programs = {}
     runs = sorted(glob.glob(os.path.join(out, "gt-*.journal.jsonl")))
@@ -42,9 +43,11 @@ def compare(out):
         load_path = os.path.join(out, name + ".load")
         load = float(open(load_path).read()) if os.path.exists(load_path) else 0.0
         machine = max((sum(r[4] for r in rows) + load) / cores, longest)
+        err = os.path.join(out, name + ".err")
+        reaped = max((sum(r[4] for r in rows) + sum(exit_cpu(err))) / cores, longest)
         left = open(os.path.join(out, name + ".left")).read().strip()
-        print(f"{name:16s} {wall:8.1f}s {floor:8.1f}s  {wall / floor:5.2f}  {machine:11.1f}s  {wall / machine:5.2f}  "
-              f"left behind: {left}")
+        print(f"{name:16s} {wall:8.1f}s {floor:8.1f}s  {wall / floor:5.2f}  {reaped:6.1f}s  {wall / reaped:5.2f}  "
+              f"{machine:11.1f}s  {wall / machine:5.2f}  left behind: {left}")
         for t, prog, status, _, _ in rows:
             verdicts.setdefault(("gt", t, prog), []).append(status)
     for path in sorted(glob.glob(os.path.join(out, "samples-*", "*_eval_results.json"))):

@@ -54,9 +54,11 @@ run() { # name binary
 [ -n "${BASELINE_BCB:-}" ] && run baseline "$BASELINE_BCB"
 run current "$current"
 
-python3 - "$out" "$parallel" <<'PY'
-import json, os, re, sys
+python3 - "$out" "$parallel" "$here/bench" <<'PY'
+import json, os, sys
 out, cores = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from journal import exit_cpu
 def load(name):
     rows = []
     for line in open(os.path.join(out, name + ".journal.jsonl")):
@@ -96,8 +98,7 @@ wall = runs["current"][1]
 print(f"floors (current, {cores} cores): test-time {test_floor:.1f}s (longest {max(walls):.1f}s, "
       f"sum of job wall {sum(walls):.1f}s, of test time {sum(tests):.1f}s), CPU {cpu_floor:.1f}s (sum {sum(cpus):.1f}s)")
 print(f"current wall / test-time floor {wall / test_floor:.2f}   wall / CPU floor {wall / cpu_floor:.2f}")
-after = [float(m.group(1)) for m in (re.search(r"after the verdict: ([0-9.]+) s of CPU", l)
-                                     for l in open(os.path.join(out, "current.err"), errors="replace")) if m]
+after = exit_cpu(os.path.join(out, "current.err"))
 if after:
     reaped = max(max(walls), (sum(cpus) + sum(after)) / cores)
     print(f"samples' CPU to their reap {sum(cpus) + sum(after):.1f}s ({sum(after):.1f}s of it after "

@@ -6,11 +6,13 @@
                              seconds from the start (the journal is deleted when a run ends)
 
 Imported: rows(path) reads a finished journal (bench/census.py); stamped_runs(out) reads
-what `stamp` wrote for the runs of a bench (bench/idle-tail.sh, bench/sweep-floor.sh).
+what `stamp` wrote for the runs of a bench (bench/idle-tail.sh, bench/sweep-floor.sh);
+exit_cpu(path) reads a run's stderr for the CPU its samples used after their verdicts.
 """
 import glob
 import json
 import os
+import re
 import sys
 import time
 
@@ -28,6 +30,14 @@ def rows(path):
         out.append((r["id"]["task_id"], json.dumps(r["id"].get("program")), r["status"],
                     r.get("wall_secs") or 0.0, r.get("cpu_secs") or 0.0))
     return out
+
+
+def exit_cpu(path):
+    """The CPU (s) each sample used after its verdict (its exit, mostly), from the debug lines
+    of `bcb_execute::stages` in a run's stderr (BCB_LOG=warn,bcb_execute::stages=debug)."""
+    found = (re.search(r"after the verdict: ([0-9.]+) s of CPU", line)
+             for line in open(path, errors="replace"))
+    return [float(m.group(1)) for m in found if m]
 
 
 def alive(pid):

@@ -4,8 +4,9 @@
 # another evaluation runs beside it; then every (task, program) whose verdict differed between
 # runs, with the original harness's own repeat of those programs beside it (ORIGINAL_REPEATS).
 # After each run it checks that nothing of it is left: no `bcb-<pid>-*` cgroup, no process.
-# Each run's wall is printed beside its floor, max(sum of sample CPU / cores, longest job), and
-# beside the machine's floor, which counts the load's CPU during the run too.
+# Each run's wall is printed beside its floor, max(sum of sample CPU / cores, longest job), the
+# same floor with each sample's CPU counted to its reap (its exit after the verdict too), and
+# the machine's floor, which counts the load's CPU during the run too.
 #
 # usage: bench/repeat.sh [K=3] [P=2] [parallel=nproc]
 # env:   LOAD=eval (default: a `bcb evaluate --check-gt-only --subset hard` loop beside the
@@ -62,7 +63,7 @@ for i in $(seq "$k"); do
     rm -rf "$cache"; mkdir -p "$cache"
     load_before=$(load_cpu)
     echo "== $name: bcb evaluate --check-gt-only --subset full --parallel $parallel" >&2
-    BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M' -o "$out/$name.time" \
+    BCB_LOG=${BCB_LOG:-warn,bcb_execute::stages=debug} BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M' -o "$out/$name.time" \
         "$bcb" evaluate --check-gt-only --subset full --parallel "$parallel" "${ids[@]}" \
         >"$out/$name.out" 2>"$out/$name.err" &
     pid=$!

@@ -1,18 +1,18 @@
 //! The kernel's lock for moving a process into a cgroup. Every sample moves itself into its
 //! slot's v1 cgroups before it is handed its job, and by default the kernel guards such a
 //! move with one machine-wide lock whose writer first waits for an RCU grace period once
-//! the lock has been quiet for a moment: 5 to 18 ms of sleep on this project's machines for
-//! a move made every few tens of milliseconds, on every sample's way to its tests
-//! (bench/README.md, "A sample's move into its cgroups"). The `favordynmods` mount option,
-//! the kernel's own remedy for workloads that move processes often, makes that move take
-//! the thread group's own lock instead; from Linux 6.18 the kernel keeps that mode once any
-//! hierarchy asked for it (it cannot be turned off until the next boot). bcb asks once per
-//! process by mounting a controller-less named v1 hierarchy with the option for a moment.
-//! Before 6.18 the option lasts only while such a hierarchy is mounted, so bcb leaves the
-//! kernel as it is there.
+//! the lock has been quiet for a moment: milliseconds of sleep for a move made every few tens
+//! of milliseconds, on every sample's way to its tests (bench/README.md, "A sample's move
+//! into its cgroups"). The `favordynmods` mount option, the kernel's own remedy for
+//! workloads that move processes often, makes that move take the thread group's own lock
+//! instead; from Linux 6.18 the kernel keeps that mode once any hierarchy asked for it (it
+//! cannot be turned off until the next boot). bcb asks once per process by mounting a
+//! controller-less named v1 hierarchy with the option for a moment. Before 6.18 the option
+//! lasts only while such a hierarchy is mounted, so bcb leaves the kernel as it is there.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What [`favor_dynamic_moves`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +43,15 @@ pub(crate) fn favor_dynamic_moves(requested: bool) -> MoveLock {
         return MoveLock::Refused(libc::EIO);
     };
     let target = CString::new(dir.path().as_os_str().as_bytes()).expect("no NUL in a temp path");
-    // A hierarchy of our own name and no controller: it groups nothing, and it is destroyed
-    // with its last mount, a moment later.
-    let options =
-        CString::new(format!("none,name=bcb-{},favordynmods", std::process::id())).expect("no NUL");
+    // A hierarchy of a name of its own and no controller: it groups nothing, and the kernel
+    // destroys it once unmounted (tens of milliseconds later, so each call takes a new name).
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let options = CString::new(format!(
+        "none,name=bcb-{}-{},favordynmods",
+        std::process::id(),
+        CALLS.fetch_add(1, Ordering::Relaxed)
+    ))
+    .expect("no NUL");
     let mounted = unsafe {
         libc::mount(
             c"cgroup".as_ptr(),
@@ -111,7 +116,7 @@ mod tests {
             return;
         }
         assert_eq!(got, MoveLock::PerThreadGroup);
-        let name = format!("name=bcb-{}", std::process::id());
+        let name = format!("name=bcb-{}-", std::process::id());
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(!mounts.contains(&name), "the mount is gone");
         // The kernel destroys an unmounted hierarchy after a grace period, not at once.
@@ -125,7 +130,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(!listed(), "the hierarchy is gone");
-        // Asking again (another bcb on the same boot) is as quiet.
+        // Asking again (another bcb on the same boot) works as well.
         assert_eq!(favor_dynamic_moves(true), MoveLock::PerThreadGroup);
     }
 }

@@ -251,7 +251,13 @@ pub fn host_isolation() -> Isolation {
             }
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
-            if iso.cgroup_freezer.is_some() || iso.cgroup_cpu.is_some() {
+            let cgroups = [
+                &iso.cgroup_freezer,
+                &iso.cgroup_memory,
+                &iso.cgroup_pids,
+                &iso.cgroup_cpu,
+            ];
+            if cgroups.iter().any(|root| root.is_some()) {
                 let requested =
                     std::env::var(EnvVars::BCB_CGROUP_FAVORDYNMODS).as_deref() != Ok("0");
                 let lock = super::move_lock::favor_dynamic_moves(requested);
