@@ -23,7 +23,8 @@ pub(crate) enum MoveLock {
     LeftByRequest,
     /// A kernel before 6.18, where the mode would not outlast the mount.
     KernelTooOld,
-    /// The mount was refused (its errno): no root, or a kernel without the option.
+    /// The mount (or its folder) was refused, with its errno: no root, or a kernel without
+    /// the option.
     Refused(i32),
 }
 
@@ -39,8 +40,9 @@ pub(crate) fn favor_dynamic_moves(requested: bool) -> MoveLock {
     if kernel_release().is_none_or(|v| v < PERSISTENT_SINCE) {
         return MoveLock::KernelTooOld;
     }
-    let Ok(dir) = tempfile::Builder::new().prefix("bcb-cgroup-").tempdir() else {
-        return MoveLock::Refused(libc::EIO);
+    let dir = match tempfile::Builder::new().prefix("bcb-cgroup-").tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return MoveLock::Refused(e.raw_os_error().unwrap_or(libc::EIO)),
     };
     let target = CString::new(dir.path().as_os_str().as_bytes()).expect("no NUL in a temp path");
     // A hierarchy of a name of its own and no controller: it groups nothing, and the kernel
