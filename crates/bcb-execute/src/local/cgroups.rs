@@ -178,6 +178,9 @@ impl SlotCgroups {
                 cpu = Some(dir);
             }
         }
+        if !dirs.is_empty() {
+            super::move_lock::favor_dynamic_moves_once();
+        }
         LIVE_CGROUPS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

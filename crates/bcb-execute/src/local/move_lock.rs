@@ -6,9 +6,10 @@
 //! into its cgroups"). The `favordynmods` mount option, the kernel's own remedy for
 //! workloads that move processes often, makes that move take the thread group's own lock
 //! instead; from Linux 6.18 the kernel keeps that mode once any hierarchy asked for it (it
-//! cannot be turned off until the next boot). bcb asks once per process by mounting a
-//! controller-less named v1 hierarchy with the option for a moment. Before 6.18 the option
-//! lasts only while such a hierarchy is mounted, so bcb leaves the kernel as it is there.
+//! cannot be turned off until the next boot). bcb asks once per process, when it first makes
+//! a slot's cgroups, by mounting a controller-less named v1 hierarchy with the option for a
+//! moment. Before 6.18 the option lasts only while such a hierarchy is mounted, so bcb leaves
+//! the kernel as it is there.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -30,6 +31,19 @@ pub(crate) enum MoveLock {
 
 /// The first kernel that keeps the per-thread-group lock once asked for.
 const PERSISTENT_SINCE: (u32, u32) = (6, 18);
+
+/// Asks the kernel once per process, when bcb first makes a slot's cgroups (not when it
+/// only probes the host: `bcb env check` changes nothing), unless
+/// `BCB_CGROUP_FAVORDYNMODS=0`.
+pub(crate) fn favor_dynamic_moves_once() {
+    static ASKED: std::sync::Once = std::sync::Once::new();
+    ASKED.call_once(|| {
+        let requested =
+            std::env::var(bcb_envvars::EnvVars::BCB_CGROUP_FAVORDYNMODS).as_deref() != Ok("0");
+        let lock = favor_dynamic_moves(requested);
+        tracing::debug!("the kernel's lock for moves between cgroups: {lock:?}");
+    });
+}
 
 /// Asks the kernel, once, to move processes between cgroups under the thread group's own
 /// lock (module docs). Leaves no mount, folder or hierarchy behind.

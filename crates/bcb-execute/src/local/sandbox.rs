@@ -251,18 +251,6 @@ pub fn host_isolation() -> Isolation {
             }
             // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
             iso.nproc_rlimit = iso.cgroup_pids.is_none();
-            let cgroups = [
-                &iso.cgroup_freezer,
-                &iso.cgroup_memory,
-                &iso.cgroup_pids,
-                &iso.cgroup_cpu,
-            ];
-            if cgroups.iter().any(|root| root.is_some()) {
-                let requested =
-                    std::env::var(EnvVars::BCB_CGROUP_FAVORDYNMODS).as_deref() != Ok("0");
-                let lock = super::move_lock::favor_dynamic_moves(requested);
-                tracing::debug!("the kernel's lock for moves between cgroups: {lock:?}");
-            }
         }
         // After the cgroups' sweep: no sample of a dead bcb still works in its folder.
         super::workroot::sweep_stale(&std::env::temp_dir());
