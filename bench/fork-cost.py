@@ -10,8 +10,10 @@ Options (any order after N):
             (`gc.freeze()`, as the zygote does)
   collapse  the heap moves onto huge pages first (the harness's own `collapse_heap`, as the
             zygote does); prints how much of it did
+  tabular   only numpy, pandas and matplotlib of the preloads (and the standard library's):
+            what a slot for the tasks that import nothing else would hold
 
-usage: $BCB_PYTHON bench/fork-cost.py [N=40] [touch|work] [freeze] [collapse]
+usage: $BCB_PYTHON bench/fork-cost.py [N=40] [touch|work] [freeze] [collapse] [tabular]
 """
 import gc
 import importlib.util
@@ -33,10 +35,12 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot  # noqa: E402,F401
 
-for name in PRELOAD:
-    __import__(name)
-gc.collect()
 opts = set(sys.argv[2:])
+TABULAR = ("numpy", "pandas", "matplotlib")
+for name in PRELOAD:
+    if "tabular" not in opts or name.split(".")[0] in TABULAR or name.split(".")[0] in sys.stdlib_module_names:
+        __import__(name)
+gc.collect()
 if "freeze" in opts:
     gc.freeze()
 if "collapse" in opts:
@@ -44,6 +48,7 @@ if "collapse" in opts:
     kernel = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kernel)
     kernel.collapse_heap()
+mappings = sum(1 for _ in open("/proc/self/maps"))
 rollup = {l.split(":")[0]: int(l.split()[1]) for l in open("/proc/self/smaps_rollup") if l.endswith("kB\n")}
 
 
@@ -75,7 +80,7 @@ for _ in range(n):
     os.waitpid(pid, 0)
 parent1, children1, wall1 = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
 child = (children1.ru_utime + children1.ru_stime - children0.ru_utime - children0.ru_stime) / n
-print(f"RSS {rollup['Rss'] >> 10} MB, anonymous {rollup['Anonymous'] >> 10} MB, on huge pages "
+print(f"{mappings} mappings, RSS {rollup['Rss'] >> 10} MB, anonymous {rollup['Anonymous'] >> 10} MB, on huge pages "
       f"{rollup['AnonHugePages'] >> 10} MB; fork {1000 * (parent1 - parent0) / n:.1f} ms in the parent; "
       f"child, exit included, {1000 * child:.1f} ms; wall {1000 * (wall1 - wall0) / n:.1f} ms "
       f"({' '.join(sorted(opts)) or 'no options'})")
