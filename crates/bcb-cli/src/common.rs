@@ -267,6 +267,18 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
     out
 }
 
+/// A time between progress lines in seconds (`--progress-interval`): any positive finite
+/// number, sub-second too; anything else is refused at parse time, never clamped in silence.
+pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => {
+            std::time::Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+        }
+        Ok(_) => Err("seconds must be a positive finite number".into()),
+        Err(e) => Err(format!("not a number of seconds: {e}")),
+    }
+}
+
 /// Colour only for a terminal, and never with `NO_COLOR` set (https://no-color.org).
 pub fn colour_on_stderr() -> bool {
     use std::io::IsTerminal;
@@ -325,6 +337,16 @@ pub fn stop_on_interrupt() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_interval_takes_positive_finite_seconds_only() {
+        use std::time::Duration;
+        assert_eq!(parse_interval("0.1"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_interval("30"), Ok(Duration::from_secs(30)));
+        for bad in ["0", "-1", "inf", "NaN", "1e400", "soon", ""] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
 
     fn norm(args: &[&str]) -> Vec<String> {
         normalize_legacy_args(args.iter().map(OsString::from))

@@ -42,7 +42,7 @@ fn e2b_fake_run_killed_halfway_resumes_to_the_files_of_a_local_run() {
     let local = remotekit::local_run(&env);
     let cache_before = remotekit::verdict_cache(&env);
     let fake = start(Fail::None);
-    let args = ["--remote-chunk", "2", "--progress-interval", "1"];
+    let args = ["--remote-chunk", "2", "--progress-interval", "0.1"];
     let log = env.path("killed.log");
     remotekit::kill_at_half(e2b(&env, &fake, "remote", &args), &env.path("remote"), &log);
     let log = env.path("resumed.log");

@@ -274,7 +274,7 @@ fn killed_halfway_resumes(major: u32) {
     };
     let space = Space::start(&py, &env, free_port(), &[]);
     let local = local_run(&env);
-    let args = ["--remote-chunk", "2", "--progress-interval", "1"];
+    let args = ["--remote-chunk", "2", "--progress-interval", "0.1"];
     let log = env.path("killed.log");
     let dir = env.path("remote");
     remotekit::kill_at_half(remote(&env, &space.url(), "remote", &args), &dir, &log);

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use bcb_eval::samples_journal_key;
@@ -102,7 +101,7 @@ impl Args {
         match self.quiet {
             true => ProgressMode::Off,
             false => ProgressMode::Auto {
-                interval: Duration::from_secs_f64(self.progress_interval.max(1.0)),
+                interval: self.progress_interval,
             },
         }
     }

@@ -131,8 +131,8 @@ pub struct Args {
     #[arg(long, short)]
     pub quiet: bool,
     /// Seconds between progress lines when stderr is not a terminal (logs, CI, nohup).
-    #[arg(long, default_value_t = 30.0)]
-    pub progress_interval: f64,
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::common::parse_interval)]
+    pub progress_interval: std::time::Duration,
     /// Further attempts for jobs that got no verdict (harness crash, lost worker) before the
     /// run stops; delays double from 1 s.
     #[arg(long, default_value_t = 4)]

@@ -24,8 +24,8 @@ pub struct Args {
     #[command(flatten)]
     pub model: Box<ModelArgs>,
     /// Seconds between progress lines when stderr is not a terminal.
-    #[arg(long, default_value_t = 15.0, value_name = "SECS")]
-    pub progress_interval: f64,
+    #[arg(long, value_name = "SECS", default_value = "15", value_parser = crate::common::parse_interval)]
+    pub progress_interval: Duration,
 }
 
 /// The model and sampling flags; `bcb evaluate` flattens these to generate before evaluating.
@@ -312,10 +312,8 @@ fn parse_id_range(s: &str) -> anyhow::Result<(usize, usize)> {
 
 impl ModelArgs {
     /// The progress display for this run: a bar on a terminal, plain lines in a log.
-    pub fn reporter(&self, interval_secs: f64) -> anyhow::Result<std::sync::Arc<CliReporter>> {
-        anyhow::ensure!(interval_secs > 0.0, "--progress-interval must be positive");
-        let mode = mode(self.no_progress, Duration::from_secs_f64(interval_secs));
-        Ok(CliReporter::new(mode))
+    pub fn reporter(&self, interval: Duration) -> std::sync::Arc<CliReporter> {
+        CliReporter::new(mode(self.no_progress, interval))
     }
 }
 
@@ -323,7 +321,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = args.model.options(args.split, args.dataset.subset)?;
     let ds = args.dataset.spec().load()?;
     let outcome =
-        bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval)?)?;
+        bcb_generate::run_codegen_with(&opts, &ds, args.model.reporter(args.progress_interval))?;
     eprintln!("{}", outcome.summary());
     println!("{}", outcome.path.display());
     Ok(if outcome.is_complete() {

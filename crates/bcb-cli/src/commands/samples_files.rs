@@ -79,7 +79,7 @@ impl Args {
             (false, _) => self.samples.clone(),
             (true, Some(_)) => {
                 let opts = self.generation.options(self.split, ds.subset)?;
-                let reporter = self.generation.reporter(self.progress_interval)?;
+                let reporter = self.generation.reporter(self.progress_interval);
                 let path = bcb_generate::generate_samples_with(&opts, ds, reporter)?;
                 eprintln!("samples: {}", path.display());
                 vec![path]

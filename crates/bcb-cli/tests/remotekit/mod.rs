@@ -105,7 +105,8 @@ pub fn run_logged(mut cmd: Command, log: &Path) -> Output {
     out
 }
 
-/// Runs `cmd` until half of the 8 samples are journaled, then SIGKILLs it.
+/// Runs `cmd` until half of the 8 samples are journaled and its log (`--progress-interval`
+/// well under a round trip) shows a progress line, then SIGKILLs it.
 pub fn kill_at_half(mut cmd: Command, dir: &Path, log: &Path) {
     let mut child = cmd
         .stdout(Stdio::null())
@@ -113,7 +114,7 @@ pub fn kill_at_half(mut cmd: Command, dir: &Path, log: &Path) {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while journaled(dir) < 4 {
+    while journaled(dir) < 4 || !has_progress_line(&std::fs::read_to_string(log).unwrap()) {
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
                 "the run ended ({status}) before it was killed:\n{}",
@@ -137,10 +138,16 @@ pub fn assert_progress_lines(log: &Path) {
     let text = std::fs::read_to_string(log).unwrap();
     assert!(!text.contains('\x1b'), "no escape codes in a log: {text}");
     assert!(
-        text.lines().any(|l| l.starts_with("evaluate: ")
-            && l.split_whitespace().nth(1).is_some_and(|w| w.contains('/'))),
+        has_progress_line(&text),
         "progress lines in the log: {text}"
     );
+}
+
+/// An `evaluate: done/total ...` line.
+fn has_progress_line(text: &str) -> bool {
+    text.lines().any(|l| {
+        l.starts_with("evaluate: ") && l.split_whitespace().nth(1).is_some_and(|w| w.contains('/'))
+    })
 }
 
 /// The verdict cache's files and sizes (the local run's segment, if any).
