@@ -270,12 +270,14 @@ pub fn normalize_legacy_args(args: impl IntoIterator<Item = OsString>) -> Vec<Os
 /// A time between progress lines in seconds (`--progress-interval`): any positive finite
 /// number, sub-second too; anything else is refused at parse time, never clamped in silence.
 pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
-    match s.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => {
-            std::time::Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
-        }
-        Ok(_) => Err("seconds must be a positive finite number".into()),
-        Err(e) => Err(format!("not a number of seconds: {e}")),
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("not a number of seconds: {e}"))?;
+    match std::time::Duration::try_from_secs_f64(secs) {
+        // Under a nanosecond it would be a zero interval: progress lines without end.
+        Ok(interval) if !interval.is_zero() => Ok(interval),
+        _ => Err("seconds must be a positive finite number".into()),
     }
 }
 
@@ -343,7 +345,7 @@ mod tests {
         use std::time::Duration;
         assert_eq!(parse_interval("0.1"), Ok(Duration::from_millis(100)));
         assert_eq!(parse_interval("30"), Ok(Duration::from_secs(30)));
-        for bad in ["0", "-1", "inf", "NaN", "1e400", "soon", ""] {
+        for bad in ["0", "-1", "1e-300", "inf", "NaN", "1e400", "soon", ""] {
             assert!(parse_interval(bad).is_err(), "{bad}");
         }
     }
