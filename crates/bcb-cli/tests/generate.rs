@@ -6,10 +6,11 @@ mod genkit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, TestServer};
+use bcb_generate::local::LocalServer;
+use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, Fault, TestServer};
 use genkit::{generate, rows};
 use serde_json::Value;
 
@@ -22,58 +23,81 @@ fn per_task(rows: &[Value]) -> HashMap<String, usize> {
     m
 }
 
-#[test]
-fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerating() {
-    let Some(server) = llm_server(3) else { return };
+/// The test LLM behind a proxy that counts (and can hold) its requests, and a folder for the
+/// runs' files; `None` (the test returns) when the test LLM is not installed.
+struct LlmRuns {
+    _server: LocalServer,
+    proxy: TestServer,
+    dir: tempfile::TempDir,
+}
+
+fn llm_runs() -> Option<LlmRuns> {
+    let server = llm_server(3)?;
     let proxy = TestServer::proxy(&server.base_url());
-    let dir = tempfile::tempdir().unwrap();
-    let base_url = proxy.v1_url();
-    let run = |root: &Path| -> Command {
-        let mut c = generate("instruct", "gemma-test", Some("openai"), root);
-        c.args([
-            "--base-url",
-            &base_url,
-            "--id-range",
-            "0-10",
-            "--n-samples",
-            "3",
-        ])
-        .args([
-            "--temperature",
-            "0.8",
-            "--max-tokens",
-            "16",
-            "--concurrency",
-            "2",
-        ])
-        .arg("--no-progress");
+    Some(LlmRuns {
+        _server: server,
+        proxy,
+        dir: tempfile::tempdir().unwrap(),
+    })
+}
+
+impl LlmRuns {
+    /// `bcb generate` of tasks 0-10 of the hard instruct split, 3 samples each, through the
+    /// proxy, writing [`Self::file`].
+    fn run(&self) -> Command {
+        let mut c = generate("instruct", "gemma-test", Some("openai"), self.dir.path());
+        c.args(["--base-url", &self.proxy.v1_url(), "--id-range", "0-10"])
+            .args([
+                "--n-samples",
+                "3",
+                "--temperature",
+                "0.8",
+                "--max-tokens",
+                "16",
+            ])
+            .args(["--concurrency", "2", "--no-progress"]);
         c
-    };
-    let file: PathBuf = dir.path().join(
-        "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-3-sanitized_calibrated.jsonl",
-    );
+    }
 
-    // Samples land in the journal as they arrive; the final file is written at the end.
-    let journal = genkit::samples_journal(&file);
+    fn journal(&self) -> PathBuf {
+        genkit::samples_journal(&self.file())
+    }
 
-    // First run: SIGKILL once about half the samples are on disk.
-    let mut child = run(dir.path())
+    fn file(&self) -> PathBuf {
+        self.dir.path().join(
+            "gemma-test--main--bigcodebench-hard-instruct--openai-0.8-3-sanitized_calibrated.jsonl",
+        )
+    }
+}
+
+/// Starts `run` with its output dropped, and waits until `journal` holds `at_least` samples
+/// (the run still going).
+fn start_and_wait_for(mut run: Command, journal: &Path, at_least: usize) -> Child {
+    let mut child = run
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(600);
-    loop {
-        if rows(&journal).len() >= 15 {
-            break;
-        }
+    while rows(journal).len() < at_least {
         assert!(
             child.try_wait().unwrap().is_none(),
-            "the run ended before it could be killed"
+            "the run ended before {at_least} samples"
         );
         assert!(Instant::now() < deadline, "no progress in 600 s");
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
+}
+
+#[test]
+fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerating() {
+    let Some(runs) = llm_runs() else { return };
+    // Samples land in the journal as they arrive; the final file is written at the end.
+    let (proxy, file, journal) = (&runs.proxy, runs.file(), runs.journal());
+
+    // First run: SIGKILL once about half the samples are on disk.
+    let mut child = start_and_wait_for(runs.run(), &journal, 15);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let after_kill = rows(&journal);
@@ -87,7 +111,7 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let first_run_requests = proxy.received();
 
     // Second run: only the missing samples are asked for.
-    evalkit::ok(&run(dir.path()).output().unwrap());
+    evalkit::ok(&runs.run().output().unwrap());
     let second: Vec<(String, Value)> = proxy.bodies()[first_run_requests as usize..].to_vec();
     let final_rows = rows(&file);
     assert_eq!(final_rows.len(), 30);
@@ -122,6 +146,37 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
         second.len(),
         asked
     );
+}
+
+#[test]
+fn a_second_generate_on_the_same_file_refuses_while_the_first_runs_and_nothing_is_lost() {
+    let Some(runs) = llm_runs() else { return };
+    // Each of the first run's 10 requests waits 2 s: it is still running when the second starts.
+    let stall = Fault::Stall(Duration::from_secs(2));
+    runs.proxy.push_faults(std::iter::repeat_n(stall, 10));
+    let (proxy, file, journal) = (&runs.proxy, runs.file(), runs.journal());
+    // The first run is under way: samples are landing in its journal.
+    let mut first = start_and_wait_for(runs.run(), &journal, 1);
+    let second = runs.run().output().unwrap();
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first run ended before the second did"
+    );
+    evalkit::assert_fails_saying(
+        &second,
+        &[file.to_str().unwrap(), "another `bcb generate`", "hint:"],
+    );
+    assert!(first.wait().unwrap().success());
+    // Exactly the first run's 30 samples, 3 a task, and no journal left.
+    let final_rows = rows(&file);
+    assert_eq!(final_rows.len(), 30);
+    assert!(per_task(&final_rows).values().all(|&c| c == 3));
+    assert!(!journal.exists());
+    // With the first run over, the file is free: a run finds every sample there and asks for none.
+    let asked = proxy.received();
+    evalkit::ok(&runs.run().output().unwrap());
+    assert_eq!(proxy.received(), asked);
+    assert_eq!(rows(&file).len(), 30);
 }
 
 #[test]

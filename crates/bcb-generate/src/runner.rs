@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bcb_dataset::{Dataset, Task};
-use bcb_samples::JsonlAppender;
+use bcb_samples::{JournalLock, JsonlAppender};
 use serde::Serialize;
 
 use crate::http::Http;
@@ -155,14 +155,27 @@ async fn run_async(
         None => Some(make_provider(&opts, opts.base_url.as_deref())?),
     };
 
+    // One run at a time writes a samples file: held to the end of this function, and by the
+    // kernel only as long as this process lives.
+    let lock = JournalLock::try_acquire(&journal_path)
+        .with_context(|| format!("cannot open the journal {}", journal_path.display()))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is being written by another `bcb generate` (its journal {} is locked)\n\
+                 hint: wait for that run to end, or stop it; running again then continues from \
+                 the samples it wrote",
+                path.display(),
+                journal_path.display()
+            )
+        })?;
     if !opts.resume {
-        for p in [&path, &journal_path] {
-            match std::fs::remove_file(p) {
-                Ok(()) => tracing::info!("removed {} (--no-resume)", p.display()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e).with_context(|| format!("cannot remove {}", p.display())),
-            }
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::info!("removed {} (--no-resume)", path.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
         }
+        lock.clear()
+            .with_context(|| format!("cannot empty {}", journal_path.display()))?;
     }
     let previous = samples_file::read_final(&path)?;
     let journaled = samples_file::read_journal(&journal_path)?;

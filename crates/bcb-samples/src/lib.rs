@@ -5,11 +5,13 @@
 //! `{dir}/{task_id with / -> _}/{k}.py`. Every error names the file and line.
 
 mod journal;
+mod lock;
 mod naming;
 mod read;
 mod write;
 
 pub use journal::JsonlAppender;
+pub use lock::JournalLock;
 pub use naming::{
     eval_results_path, existing_pass_at_k, generated_name, is_samples_file_name, labels,
     model_name, model_of_results, pass_at_k_path, sanitized_name, GENERATED_TAIL, LABELS_MARK,
