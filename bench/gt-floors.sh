@@ -9,6 +9,9 @@
 #                     CPU each sample's process used after its verdict, its exit (debug log
 #                     lines of bcb_execute::stages, from builds that write them)
 # and the median per-sample overhead (job wall - test time) where the journal records both;
+# where the machine's core-seconds over each run went (/proc/stat before and after it): the
+# samples to their verdicts, their exits, the rest of bcb's tree, idle, and the rest (kernel
+# threads and anything else on the machine);
 # and the CPU the floor does not count (the whole process tree's user+sys minus the samples':
 # slot warm-ups, supervisors, bcb itself) with the floor no schedule can beat,
 #   reachable floor = max(longest job wall, process tree CPU / cores).
@@ -45,9 +48,11 @@ run() { # name binary
     local name=$1 bin=$2 cache="$out/$1-cache"
     rm -rf "$cache"; mkdir -p "$cache"
     echo "== $name: $bin evaluate --check-gt-only --subset $subset --parallel $parallel" >&2
+    head -1 /proc/stat >"$out/$name.stat0"
     BCB_LOG=${BCB_LOG:-warn,bcb_execute::stages=debug} BCB_CACHE_DIR=$cache /usr/bin/time -f '%e %M %U %S' -o "$out/$name.time" \
         "$bin" evaluate --check-gt-only --subset "$subset" --parallel "$parallel" "${ids[@]}" -q \
         >"$out/$name.out" 2>"$out/$name.err" || true
+    head -1 /proc/stat >"$out/$name.stat1"
     cp "$cache"/ground-truth/*.jsonl "$out/$name.journal.jsonl"
 }
 
@@ -106,6 +111,18 @@ if after:
           f"{wall / reaped:.3f}")
 tree = runs["current"][3]
 reachable = max(max(walls), tree / cores)
+def jiffies(name, end):  # the "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal
+    return [int(x) for x in open(os.path.join(out, f"{name}.stat{end}")).read().split()[1:9]]
+if os.path.exists(os.path.join(out, "current.stat1")):
+    hz = os.sysconf("SC_CLK_TCK")
+    d = [b - a for a, b in zip(jiffies("current", 0), jiffies("current", 1))]
+    machine, idle = sum(d) / hz, (d[3] + d[4]) / hz
+    exits = sum(after) if after else 0.0
+    parts = [("samples to their verdicts", sum(cpus)), ("their exits after them", exits),
+             ("the rest of bcb's tree", tree - sum(cpus) - exits), ("idle", idle),
+             ("the rest (kernel threads, other processes)", machine - tree - idle)]
+    print(f"the machine's {machine:.1f} core-seconds over the run: " +
+          ", ".join(f"{label} {secs:.1f} ({100 * secs / machine:.1f}%)" for label, secs in parts))
 print(f"process tree CPU {tree:.1f}s, samples {sum(cpus):.1f}s: {tree - sum(cpus):.1f}s not in the CPU floor "
       f"({1000 * (tree - sum(cpus)) / max(len(cur_rows), 1):.0f} ms a job); reachable floor {reachable:.1f}s "
       f"(CPU floor x {reachable / cpu_floor:.2f}); wall / reachable floor {wall / reachable:.2f}")
