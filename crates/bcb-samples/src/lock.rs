@@ -34,6 +34,16 @@ impl JournalLock {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Ok(None),
+                Err(TryLockError::Error(e)) if no_locks_here(&e) => {
+                    tracing::warn!(
+                        "cannot lock {} ({e}): its filesystem has no file locks, so nothing stops a second run on the same file",
+                        path.display()
+                    );
+                    return Ok(Some(JournalLock {
+                        file,
+                        path: path.to_path_buf(),
+                    }));
+                }
                 Err(TryLockError::Error(e)) => return Err(e),
             }
             // The holder before us may have removed the path as it finished (its journal went
@@ -55,6 +65,16 @@ impl JournalLock {
     pub fn clear(&self) -> io::Result<()> {
         self.file.set_len(0)
     }
+}
+
+/// Whether a lock failed because the filesystem has none (Lustre mounted without `flock`
+/// answers ENOSYS, some network filesystems ENOLCK or EOPNOTSUPP): the run goes on unlocked,
+/// as it did before there was a lock.
+fn no_locks_here(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSYS | libc::ENOLCK | libc::EOPNOTSUPP)
+    )
 }
 
 /// Whether `path` names the open `file`.
@@ -110,6 +130,16 @@ mod tests {
             journal.exists(),
             "a journal with records stays for the next run"
         );
+    }
+
+    #[test]
+    fn only_a_filesystem_without_locks_lets_a_run_go_on_unlocked() {
+        for errno in [libc::ENOSYS, libc::ENOLCK, libc::EOPNOTSUPP] {
+            assert!(no_locks_here(&io::Error::from_raw_os_error(errno)));
+        }
+        for errno in [libc::EIO, libc::EBADF, libc::EINTR] {
+            assert!(!no_locks_here(&io::Error::from_raw_os_error(errno)));
+        }
     }
 
     #[test]
