@@ -1,7 +1,8 @@
 //! `bcb generate` used the way the original's documentation and scripts use it: its backends
 //! and spellings, logs under nohup, and no traps (files created before the inputs are checked,
-//! endless retries against a wrong URL, completion-ordered rows). `sanitize_dropin.rs` does
-//! the same for `sanitize` and `syncheck`.
+//! endless retries against a wrong URL, completion-ordered rows, a refusal on a cluster
+//! filesystem without file locks). `sanitize_dropin.rs` does the same for `sanitize` and
+//! `syncheck`.
 
 #![allow(clippy::print_stderr)] // tests tell the person running them what they measured
 
@@ -338,4 +339,61 @@ fn generate_backend_vllm_starts_a_standin_vllm_serve_with_the_original_flags() {
         "the stand-in server still listens on {port}"
     );
     let _ = vllm;
+}
+
+/// Makes `flock` fail with ENOSYS in the command's process, as on Lustre mounted without
+/// `flock`: a seccomp filter installed between its fork and its exec.
+fn without_file_locks(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    // Load the syscall number (offset 0 of seccomp_data); flock answers ENOSYS, the rest runs.
+    let filter = [
+        stmt(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+        libc::sock_filter {
+            jf: 1,
+            ..stmt(
+                libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K,
+                libc::SYS_flock as u32,
+            )
+        },
+        stmt(
+            libc::BPF_RET | libc::BPF_K,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        stmt(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: between fork and exec the closure only makes two prctl calls, on a filter that
+    // lives as long as the Command (moved into the closure).
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn generate_on_a_filesystem_without_file_locks_warns_and_writes_its_samples() {
+    let stub = chat_stub(ANSWER);
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = generate_from(dir.path(), &stub.v1_url(), "0-3");
+    without_file_locks(&mut run);
+    let err = ok(&run.output().unwrap());
+    assert!(err.contains("has no file locks"), "{err}");
+    let file = samples_file(dir.path(), "openai", "stub-model");
+    assert_eq!(genkit::rows(&file).len(), 3);
+    assert!(!samples_journal(&file).exists());
 }
