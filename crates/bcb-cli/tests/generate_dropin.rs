@@ -397,3 +397,27 @@ fn generate_on_a_filesystem_without_file_locks_warns_and_writes_its_samples() {
     assert_eq!(genkit::rows(&file).len(), 3);
     assert!(!samples_journal(&file).exists());
 }
+
+#[test]
+fn generate_no_resume_starts_over_from_a_finished_file_and_a_killed_runs_journal() {
+    let stub = chat_stub(ANSWER);
+    let dir = tempfile::tempdir().unwrap();
+    let file = samples_file(dir.path(), "openai", "stub-model");
+    let journal = samples_journal(&file);
+    ok(&generate_from(dir.path(), &stub.v1_url(), "0-3")
+        .output()
+        .unwrap());
+    // A killed run's journal beside the finished file: one more sample of a task.
+    let first = genkit::rows(&file);
+    std::fs::write(&journal, format!("{}\n", first[0])).unwrap();
+    let asked = stub.received();
+    let mut again = generate_from(dir.path(), &stub.v1_url(), "0-3");
+    ok(&again.arg("--no-resume").output().unwrap());
+    assert_eq!(stub.received() - asked, 3, "every sample asked for again");
+    assert_eq!(
+        genkit::rows(&file).len(),
+        3,
+        "neither the old file nor the journal kept"
+    );
+    assert!(!journal.exists());
+}
