@@ -421,3 +421,40 @@ fn generate_no_resume_starts_over_from_a_finished_file_and_a_killed_runs_journal
     );
     assert!(!journal.exists());
 }
+
+/// `cmd` run where `dir` is read-only even to root: in a mount namespace of its own, `dir`
+/// bound over itself read-only.
+fn with_read_only(dir: &Path, cmd: &Command) -> Command {
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["-m", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@""#)
+        .arg("sh")
+        .arg(dir)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => wrapped.env(key, v),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped
+}
+
+#[test]
+fn generate_on_a_complete_file_in_a_read_only_folder_has_nothing_to_write() {
+    let stub = chat_stub(ANSWER);
+    let dir = tempfile::tempdir().unwrap();
+    ok(&generate_from(dir.path(), &stub.v1_url(), "0-3")
+        .output()
+        .unwrap());
+    let asked = stub.received();
+    let run = generate_from(dir.path(), &stub.v1_url(), "0-3");
+    ok(&with_read_only(dir.path(), &run).output().unwrap());
+    assert_eq!(stub.received(), asked);
+    assert_eq!(
+        genkit::rows(&samples_file(dir.path(), "openai", "stub-model")).len(),
+        3
+    );
+}

@@ -2,7 +2,7 @@
 //! under the configured limits, journal every sample as it arrives, then write the final file.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use anyhow::Context;
 use bcb_dataset::{Dataset, Task};
 use bcb_samples::{JournalLock, JsonlAppender};
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::http::Http;
 use crate::options::GenerateOptions;
@@ -132,6 +133,72 @@ fn selected_tasks<'a>(
     Ok(tasks)
 }
 
+/// What is on disk for a samples file (its final file and its journal), and what each task
+/// still misses.
+struct Survey {
+    previous: Vec<Value>,
+    journaled: Vec<Value>,
+    /// Samples present per task id.
+    have: HashMap<String, u32>,
+    /// Samples present that count (at most `n_samples` a task).
+    already: u64,
+    wanted: u64,
+    /// Samples missing, per task of `tasks`.
+    missing: Vec<u32>,
+}
+
+impl Survey {
+    fn read(
+        path: &Path,
+        journal: &Path,
+        tasks: &[&Task],
+        n_samples: u32,
+    ) -> anyhow::Result<Survey> {
+        let previous = samples_file::read_final(path)?;
+        let journaled = samples_file::read_journal(journal)?;
+        let mut have: HashMap<String, u32> = HashMap::new();
+        for rec in previous.iter().chain(&journaled) {
+            if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
+                *have.entry(id.to_string()).or_default() += 1;
+            }
+        }
+        let mut already = 0u64;
+        let mut wanted = 0u64;
+        let mut missing: Vec<u32> = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let h = have.get(&t.task_id).copied().unwrap_or(0);
+            already += h.min(n_samples) as u64;
+            let m = n_samples.saturating_sub(h);
+            wanted += m as u64;
+            missing.push(m);
+        }
+        Ok(Survey {
+            previous,
+            journaled,
+            have,
+            already,
+            wanted,
+            missing,
+        })
+    }
+}
+
+/// The lock on the journal of the samples file at `path`; refused with a hint while another
+/// run holds it.
+fn lock_journal(path: &Path, journal: &Path) -> anyhow::Result<JournalLock> {
+    JournalLock::try_acquire(journal)
+        .with_context(|| format!("cannot open the journal {}", journal.display()))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is being written by another `bcb generate` (its journal {} is locked)\n\
+                 hint: wait for that run to end, or stop it; running again then continues from \
+                 the samples it wrote",
+                path.display(),
+                journal.display()
+            )
+        })
+}
+
 async fn run_async(
     mut opts: GenerateOptions,
     dataset: &Dataset,
@@ -155,65 +222,52 @@ async fn run_async(
         None => Some(make_provider(&opts, opts.base_url.as_deref())?),
     };
 
-    // One run at a time writes a samples file: held to the end of this function, and by the
-    // kernel only as long as this process lives.
-    let lock = JournalLock::try_acquire(&journal_path)
-        .with_context(|| format!("cannot open the journal {}", journal_path.display()))?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{} is being written by another `bcb generate` (its journal {} is locked)\n\
-                 hint: wait for that run to end, or stop it; running again then continues from \
-                 the samples it wrote",
-                path.display(),
-                journal_path.display()
-            )
-        })?;
-    if !opts.resume {
-        match std::fs::remove_file(&path) {
-            Ok(()) => tracing::info!("removed {} (--no-resume)", path.display()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
+    // A complete file with no journal needs nothing written, so no lock (its folder may be
+    // read-only). Otherwise one run at a time writes a samples file: the lock is held to the
+    // end of this function (by the kernel, only as long as this process lives), and what is
+    // on disk is read again under it.
+    let unlocked = if opts.resume && !journal_path.exists() {
+        Some(Survey::read(&path, &journal_path, &tasks, opts.n_samples)?)
+    } else {
+        None
+    };
+    let (_lock, survey) = match unlocked {
+        Some(survey) if survey.wanted == 0 => (None, survey),
+        _ => {
+            let lock = lock_journal(&path, &journal_path)?;
+            if !opts.resume {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => tracing::info!("removed {} (--no-resume)", path.display()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("cannot remove {}", path.display()))
+                    }
+                }
+                lock.clear()
+                    .with_context(|| format!("cannot empty {}", journal_path.display()))?;
+            }
+            let survey = Survey::read(&path, &journal_path, &tasks, opts.n_samples)?;
+            (Some(lock), survey)
         }
-        lock.clear()
-            .with_context(|| format!("cannot empty {}", journal_path.display()))?;
-    }
-    let previous = samples_file::read_final(&path)?;
-    let journaled = samples_file::read_journal(&journal_path)?;
-    let mut have: HashMap<String, u32> = HashMap::new();
-    for rec in previous.iter().chain(&journaled) {
-        if let Some(id) = rec.get("task_id").and_then(|v| v.as_str()) {
-            *have.entry(id.to_string()).or_default() += 1;
-        }
-    }
-
-    let mut already = 0u64;
-    let mut wanted = 0u64;
-    let mut missing: Vec<u32> = Vec::with_capacity(tasks.len());
-    for t in &tasks {
-        let h = have.get(&t.task_id).copied().unwrap_or(0);
-        already += h.min(opts.n_samples) as u64;
-        let m = opts.n_samples.saturating_sub(h);
-        wanted += m as u64;
-        missing.push(m);
-    }
+    };
     reporter.event(&Event::Plan {
         model: opts.model_label.clone(),
         tasks: tasks.len(),
-        present: already,
-        to_generate: wanted,
+        present: survey.already,
+        to_generate: survey.wanted,
         path: path.clone(),
     });
     let stats = Arc::new(Stats::default());
-    if wanted == 0 {
-        if !journaled.is_empty() {
+    if survey.wanted == 0 {
+        if !survey.journaled.is_empty() {
             // A killed run left every sample in the journal: write the final file from it.
-            samples_file::finalize(dataset, &path, previous)?;
+            samples_file::finalize(dataset, &path, survey.previous)?;
         }
         return Ok(Outcome {
             path,
             tasks: tasks.len(),
-            already_present: already,
-            wanted,
+            already_present: survey.already,
+            wanted: survey.wanted,
             written: 0,
             requests: 0,
             retries: 0,
@@ -258,7 +312,7 @@ async fn run_async(
     let http = Http::new(opts.request_timeout, concurrency)?;
     let max_n = provider.max_n().max(1);
     let mut units = Vec::new();
-    for (i, &m) in missing.iter().enumerate() {
+    for (i, &m) in survey.missing.iter().enumerate() {
         let mut left = m;
         while left > 0 {
             let n = left.min(max_n);
@@ -269,7 +323,7 @@ async fn run_async(
 
     let tracker = Tracker {
         stats: stats.clone(),
-        total: wanted,
+        total: survey.wanted,
         started,
         reporter: reporter.clone(),
         prices: (opts.price_input, opts.price_output),
@@ -286,7 +340,7 @@ async fn run_async(
         let n_samples = opts.n_samples;
         let mut counts: Vec<u32> = task_ids
             .iter()
-            .map(|id| have.get(id).copied().unwrap_or(0))
+            .map(|id| survey.have.get(id).copied().unwrap_or(0))
             .collect();
         let stats = stats.clone();
         let tracker = tracker.clone();
@@ -412,7 +466,7 @@ async fn run_async(
         );
     }
     // Every run ends with the final file in dataset order, whatever stopped it.
-    samples_file::finalize(dataset, &path, previous)?;
+    samples_file::finalize(dataset, &path, survey.previous)?;
     reporter.event(&Event::Finished(tracker.snapshot()));
     if let Some(e) = fatal.lock().unwrap().take() {
         anyhow::bail!(
@@ -433,8 +487,8 @@ async fn run_async(
     Ok(Outcome {
         path,
         tasks: tasks.len(),
-        already_present: already,
-        wanted,
+        already_present: survey.already,
+        wanted: survey.wanted,
         written,
         requests: stats.requests.load(Ordering::Relaxed),
         retries: stats.retries.load(Ordering::Relaxed),
