@@ -383,6 +383,50 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     assert_eq!(pa, pb);
 }
 
+#[test]
+fn a_second_evaluate_of_the_same_file_refuses_while_the_first_runs() {
+    let Some(env) = evalkit::env() else { return };
+    // Two answers a task: the canonical one, and a wrong one that sleeps a second a call (a
+    // few seconds a sample), so the first run is still going when the second starts.
+    let slow = "import time\ndef task_func(*args, **kwargs):\n    time.sleep(1)\n";
+    let rows: Vec<Value> = TASKS
+        .iter()
+        .flat_map(|id| [(id, env.canonical(id)), (id, slow.to_string())])
+        .map(|(id, sol)| json!({"task_id": id, "solution": sol}))
+        .collect();
+    let samples = env.samples("twice.jsonl", &rows);
+    let args = evalkit::evaluate_args("1,4,9", &samples, &["--no-gt", "--parallel", "1"]);
+    let journal = env.path("twice_eval_results.json.partial.jsonl");
+    let mut first = env
+        .bcb()
+        .args(&args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Under way: the header and a verdict in its journal.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while std::fs::read_to_string(&journal).map_or(0, |s| s.lines().count()) < 2 {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended early"
+        );
+        assert!(Instant::now() < deadline, "no verdict in 600 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = env.run(&args);
+    let wants = [samples.to_str().unwrap(), "another `bcb evaluate`", "hint:"];
+    evalkit::assert_refused_beside(&mut first, &second, &wants);
+    let results = read_json(&env.path("twice_eval_results.json"));
+    let ran: usize = TASKS
+        .iter()
+        .map(|t| results["eval"][*t].as_array().unwrap().len())
+        .sum();
+    assert_eq!(ran, 6);
+    assert!(!journal.exists());
+    // The first run over, the file is free again: its results are loaded.
+    evalkit::ok(&env.run(&args));
+}
+
 /// A ground truth checked under other time settings is kept apart (its timeouts would fail
 /// the default run's samples): one cache per setting. Task 4, whose suite takes a moment:
 /// the test runs it five times.

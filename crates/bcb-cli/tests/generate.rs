@@ -158,15 +158,8 @@ fn a_second_generate_on_the_same_file_refuses_while_the_first_runs_and_nothing_i
     // The first run is under way: samples are landing in its journal.
     let mut first = start_and_wait_for(runs.run(), &journal, 1);
     let second = runs.run().output().unwrap();
-    assert!(
-        first.try_wait().unwrap().is_none(),
-        "the first run ended before the second did"
-    );
-    evalkit::assert_fails_saying(
-        &second,
-        &[file.to_str().unwrap(), "another `bcb generate`", "hint:"],
-    );
-    assert!(first.wait().unwrap().success());
+    let wants = [file.to_str().unwrap(), "another `bcb generate`", "hint:"];
+    evalkit::assert_refused_beside(&mut first, &second, &wants);
     // Exactly the first run's 30 samples, 3 a task, and no journal left.
     let final_rows = rows(&file);
     assert_eq!(final_rows.len(), 30);

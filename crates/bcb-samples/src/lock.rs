@@ -1,8 +1,10 @@
-//! One writer at a time per samples file: an advisory lock (`flock`) on its journal, held for
-//! a whole run and released by the kernel when the process ends, however it ends. Two
+//! One run at a time per samples file: an advisory lock (`flock`) on its journal, held for a
+//! whole run and released by the kernel when the process ends, however it ends. Two
 //! `bcb generate` runs on one file would each ask for the samples still missing, append them
 //! to one journal, and the first to finish would remove the journal the other still appends
-//! to: the other's final file is then written without any of them.
+//! to: the other's final file is then written without any of them. Two `bcb evaluate` runs of
+//! one file would run every sample twice, and one under other settings would start the
+//! other's journal afresh under it.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;

@@ -54,11 +54,16 @@ impl JournalSink {
 
     fn open(&mut self) -> anyhow::Result<()> {
         let cant = || format!("cannot open journal {}", self.path.display());
-        // A journal of other inputs (or none) is started afresh; a matching one is continued.
+        // A journal of other inputs (or none) is started afresh, emptied rather than removed:
+        // the run may hold a lock on this file (`bcb evaluate`, one run a samples file).
         let keep = bcb_eval::journal::read_header(&self.path)
             .is_some_and(|h| h.bcb_journal == self.header.bcb_journal && h.key == self.header.key);
         if !keep {
-            std::fs::remove_file(&self.path).ok();
+            match std::fs::OpenOptions::new().write(true).open(&self.path) {
+                Ok(file) => file.set_len(0).with_context(cant)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(cant),
+            }
         }
         let (mut file, _) = JsonlAppender::open(&self.path).with_context(cant)?;
         if !keep {

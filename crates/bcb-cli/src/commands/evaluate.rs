@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use bcb_eval::journal::samples_journal_path;
 use bcb_eval::samples_journal_key;
 use bcb_eval::Reuse;
 use bcb_eval::{
@@ -13,6 +14,7 @@ use bcb_eval::{
     VerdictCache,
 };
 use bcb_execute::ExecConfig;
+use bcb_samples::JournalLock;
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks, VerdictCacheSink};
 
 pub use super::evaluate_flags::Args;
@@ -124,6 +126,38 @@ impl Args {
     }
 }
 
+/// One run at a time evaluates a samples file: the lock on its journal, held to the end of the
+/// run. Two at once would run every sample twice, and one with other settings would start
+/// the other's journal afresh under it, losing what a killed run had done. A file whose
+/// results are only loaded is not written; a shard has its own journal.
+fn lock_journals(
+    samples: &[Samples],
+    force: bool,
+    shard: bool,
+) -> anyhow::Result<Vec<JournalLock>> {
+    let mut locks = Vec::new();
+    for s in samples {
+        let results = bcb_samples::eval_results_path(&s.path);
+        if shard || (results.is_file() && !force) {
+            continue;
+        }
+        let journal = samples_journal_path(&results);
+        let lock = JournalLock::try_acquire(&journal)
+            .with_context(|| format!("cannot open the journal {}", journal.display()))?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} is being evaluated by another `bcb evaluate` (its journal {} is locked)\n\
+                     hint: wait for that run to end, or stop it; running again then loads its \
+                     results, or resumes from its journal",
+                    s.path.display(),
+                    journal.display()
+                )
+            })?;
+        locks.push(lock);
+    }
+    Ok(locks)
+}
+
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
@@ -139,6 +173,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let _locks = lock_journals(&samples, args.force, args.shard.is_some())?;
     let runtime = spec.runtime(args.python.as_deref())?;
     let settings = args.settings(calibrated, &runtime.key);
     let exec_config = args.exec_config(runtime.python, &settings);

@@ -149,6 +149,17 @@ pub fn assert_fails_saying(out: &Output, wants: &[&str]) {
     assert_stderr_has(out, wants);
 }
 
+/// `second` (run while `first` ran) was refused, saying `wants`, before `first` ended; then
+/// `first` ends well.
+pub fn assert_refused_beside(first: &mut std::process::Child, second: &Output, wants: &[&str]) {
+    assert!(
+        first.try_wait().unwrap().is_none(),
+        "the first run ended before the second did"
+    );
+    assert_fails_saying(second, wants);
+    assert!(first.wait().unwrap().success());
+}
+
 /// A port on loopback that nothing listens on (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
