@@ -325,29 +325,10 @@ fn killed_run_resumes_without_redoing_samples_and_matches_an_uninterrupted_run()
     }
 
     let journal = env.path("killed_eval_results.json.partial.jsonl");
-    let mut child = env
-        .bcb()
-        .args(args(&killed))
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until some but not all samples are journaled (header line + records).
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let done_before_kill = loop {
-        let n = std::fs::read_to_string(&journal)
-            .map(|s| s.lines().count())
-            .unwrap_or(0);
-        // One header line, then at least four finished samples.
-        if n > 4 {
-            break n - 1;
-        }
-        assert!(Instant::now() < deadline, "no progress in the journal");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "bcb ended before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    // Some but not all samples journaled: one header line, then at least four records.
+    let lines = || std::fs::read_to_string(&journal).map_or(0, |s| s.lines().count());
+    let mut child = evalkit::start_until(env.bcb().args(args(&killed)), || lines() > 4);
+    let done_before_kill = lines() - 1;
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert!(!env.path("killed_eval_results.json").exists());
@@ -397,22 +378,9 @@ fn a_second_evaluate_of_the_same_file_refuses_while_the_first_runs() {
     let samples = env.samples("twice.jsonl", &rows);
     let args = evalkit::evaluate_args("1,4,9", &samples, &["--no-gt", "--parallel", "1"]);
     let journal = env.path("twice_eval_results.json.partial.jsonl");
-    let mut first = env
-        .bcb()
-        .args(&args)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     // Under way: the header and a verdict in its journal.
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while std::fs::read_to_string(&journal).map_or(0, |s| s.lines().count()) < 2 {
-        assert!(
-            first.try_wait().unwrap().is_none(),
-            "the first run ended early"
-        );
-        assert!(Instant::now() < deadline, "no verdict in 600 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let lines = || std::fs::read_to_string(&journal).map_or(0, |s| s.lines().count());
+    let mut first = evalkit::start_until(env.bcb().args(&args), || lines() >= 2);
     let second = env.run(&args);
     let wants = [samples.to_str().unwrap(), "another `bcb evaluate`", "hint:"];
     evalkit::assert_refused_beside(&mut first, &second, &wants);

@@ -5,9 +5,9 @@ mod evalkit;
 mod genkit;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
 
 use bcb_generate::local::LocalServer;
 use bcb_generate::testing::{llm_model_path, llm_python_path, llm_server, Fault, TestServer};
@@ -70,26 +70,6 @@ impl LlmRuns {
     }
 }
 
-/// Starts `run` with its output dropped, and waits until `journal` holds `at_least` samples
-/// (the run still going).
-fn start_and_wait_for(mut run: Command, journal: &Path, at_least: usize) -> Child {
-    let mut child = run
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while rows(journal).len() < at_least {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before {at_least} samples"
-        );
-        assert!(Instant::now() < deadline, "no progress in 600 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
-
 #[test]
 fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerating() {
     let Some(runs) = llm_runs() else { return };
@@ -97,7 +77,7 @@ fn generate_kill9_halfway_then_rerun_gives_exactly_30_samples_without_regenerati
     let (proxy, file, journal) = (&runs.proxy, runs.file(), runs.journal());
 
     // First run: SIGKILL once about half the samples are on disk.
-    let mut child = start_and_wait_for(runs.run(), &journal, 15);
+    let mut child = evalkit::start_until(&mut runs.run(), || rows(&journal).len() >= 15);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let after_kill = rows(&journal);
@@ -156,7 +136,7 @@ fn a_second_generate_on_the_same_file_refuses_while_the_first_runs_and_nothing_i
     runs.proxy.push_faults(std::iter::repeat_n(stall, 10));
     let (proxy, file, journal) = (&runs.proxy, runs.file(), runs.journal());
     // The first run is under way: samples are landing in its journal.
-    let mut first = start_and_wait_for(runs.run(), &journal, 1);
+    let mut first = evalkit::start_until(&mut runs.run(), || !rows(&journal).is_empty());
     let second = runs.run().output().unwrap();
     let wants = [file.to_str().unwrap(), "another `bcb generate`", "hint:"];
     evalkit::assert_refused_beside(&mut first, &second, &wants);

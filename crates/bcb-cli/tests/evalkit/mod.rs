@@ -149,6 +149,28 @@ pub fn assert_fails_saying(out: &Output, wants: &[&str]) {
     assert_stderr_has(out, wants);
 }
 
+/// Starts `cmd` with its output dropped and returns once `ready()` holds, the run still
+/// going (600 s at most).
+pub fn start_until(cmd: &mut Command, ready: impl Fn() -> bool) -> std::process::Child {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !ready() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was ready"
+        );
+        assert!(Instant::now() < deadline, "not ready in 600 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 /// `second` (run while `first` ran) was refused, saying `wants`, before `first` ended; then
 /// `first` ends well.
 pub fn assert_refused_beside(first: &mut std::process::Child, second: &Output, wants: &[&str]) {
