@@ -59,7 +59,7 @@ pub use plan::{SampleProgram, Samples, Shard};
 pub use results::{EvalResults, PassAtK, SampleResult};
 pub use runner::RetryPolicy;
 pub use script::{ScriptRequest, ScriptSubmission, SCRIPT_TASK_ID};
-pub use session::{Request, Reuse, Session};
+pub use session::{results_only_loaded, Request, Reuse, Session};
 pub use settings::Settings;
 pub use shard::{find_shards, merge, ShardPlan};
 pub use submission::{Submission, SubmissionHandle};

@@ -5,6 +5,7 @@
 //! to do, and nothing false is recorded.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use std::sync::Mutex;
 
@@ -208,7 +209,7 @@ impl<'a> Session<'a> {
         for (file, samples) in files.iter().enumerate() {
             let results_path = eval_results_path(&samples.path);
             let mut run = FileRun::default();
-            if shard.is_none() && results_path.is_file() && !opts.force {
+            if shard.is_none() && results_only_loaded(&samples.path, opts.force) {
                 self.emit(&Event::ResultsLoaded {
                     path: &results_path,
                 })?;
@@ -402,4 +403,11 @@ struct FileRun {
     resumed: usize,
     /// Verdicts of this run by origin (refusals are not counted here).
     counts: OriginCounts,
+}
+
+/// Whether a run (not a shard) of the samples file at `samples` only loads its existing
+/// `X_eval_results.json` and recomputes pass@k, as upstream does without `--force`: it
+/// executes and writes nothing for that file.
+pub fn results_only_loaded(samples: &Path, force: bool) -> bool {
+    !force && eval_results_path(samples).is_file()
 }

@@ -137,11 +137,10 @@ fn lock_journals(
 ) -> anyhow::Result<Vec<JournalLock>> {
     let mut locks = Vec::new();
     for s in samples {
-        let results = bcb_samples::eval_results_path(&s.path);
-        if shard || (results.is_file() && !force) {
+        if shard || bcb_eval::results_only_loaded(&s.path, force) {
             continue;
         }
-        let journal = samples_journal_path(&results);
+        let journal = samples_journal_path(&bcb_samples::eval_results_path(&s.path));
         let lock = JournalLock::try_acquire(&journal)
             .with_context(|| format!("cannot open the journal {}", journal.display()))?
             .ok_or_else(|| {
