@@ -395,6 +395,94 @@ fn a_second_evaluate_of_the_same_file_refuses_while_the_first_runs() {
     evalkit::ok(&env.run(&args));
 }
 
+/// Two models evaluated at once on a fresh machine need one ground truth: the second run
+/// waits for the first's (task 421's canonical solution sleeps about 10 s) and runs none of
+/// it; the cache holds each task once.
+#[test]
+fn a_second_run_waits_for_the_ground_truth_the_first_is_running_and_runs_none_of_it() {
+    let Some(env) = evalkit::env() else { return };
+    let ids = "421,4";
+    let rows: Vec<Value> = ["BigCodeBench/421", "BigCodeBench/4"]
+        .iter()
+        .map(|id| json!({"task_id": id, "solution": env.canonical(id)}))
+        .collect();
+    let (a, b) = (env.samples("a.jsonl", &rows), env.samples("b.jsonl", &rows));
+    let gt_dir = env.cache.path().join("ground-truth");
+    let gt_cache = || {
+        std::fs::read_dir(&gt_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+    };
+    // Under way: the first run's ground truth has begun (its cache has its header).
+    let started = || gt_cache().is_some_and(|p| std::fs::read(p).is_ok_and(|t| !t.is_empty()));
+    let first_args = evalkit::evaluate_args(ids, &a, &["--parallel", "2"]);
+    let mut first = evalkit::start_until(env.bcb().args(&first_args), started);
+    let second = env.evaluate(ids, &b, &["--parallel", "2"]);
+    let err = evalkit::ok(&second);
+    assert!(first.wait().unwrap().success());
+    assert!(
+        err.contains("is being run by another process (pid ") && err.contains("waiting for it"),
+        "{err}"
+    );
+    assert!(err.contains("ground truth: 0 to run"), "{err}");
+    let records = std::fs::read_to_string(gt_cache().unwrap()).unwrap();
+    assert_eq!(records.lines().count(), 1 + 2, "{records}");
+    for name in ["a_eval_results.json", "b_eval_results.json"] {
+        let results = read_json(&env.path(name));
+        assert_eq!(results["eval"]["BigCodeBench/421"][0]["status"], "pass");
+    }
+}
+
+/// A wait on a ground truth whose holder writes nothing (here not a run at all: the test
+/// holding the lock) ends with an error naming the cache, three time limits and 30 s after
+/// the cache last changed.
+#[test]
+fn a_wait_for_a_ground_truth_whose_holder_writes_nothing_ends_with_an_error() {
+    let Some(env) = evalkit::env() else { return };
+    let gt_dir = env.cache.path().join("ground-truth");
+    std::fs::create_dir_all(&gt_dir).unwrap();
+    // The cache's name, from a run under the same settings in another cache.
+    let args = [
+        "evaluate",
+        "--check-gt-only",
+        "--ids",
+        "4",
+        "--timeout",
+        "1",
+    ];
+    let probe = evalkit::env().unwrap();
+    evalkit::ok(&probe.run(&args));
+    let name = std::fs::read_dir(probe.cache.path().join("ground-truth"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|n| n.to_string_lossy().ends_with(".jsonl"))
+        .unwrap();
+    let mut lock = gt_dir.join(&name).into_os_string();
+    lock.push(".lock");
+    // Held by this test's process, as any other process would hold it.
+    let holder = std::fs::File::create(&lock).unwrap();
+    holder.lock().unwrap();
+    let began = Instant::now();
+    let out = env.run(&args);
+    let waited = began.elapsed();
+    drop(holder);
+    // The limit is max(1 s, --min-time-limit 1) + 1: 3 × 2 s + 30 s.
+    assert!(waited >= Duration::from_secs(36), "{waited:?}");
+    evalkit::assert_fails_saying(
+        &out,
+        &[
+            name.to_str().unwrap(),
+            "locked by another process",
+            "written nothing to it for 36 s",
+            "hint:",
+        ],
+    );
+}
+
 /// A ground truth checked under other time settings is kept apart (its timeouts would fail
 /// the default run's samples): one cache per setting. Task 4, whose suite takes a moment:
 /// the test runs it five times.
@@ -418,8 +506,13 @@ fn a_quick_timeout_run_does_not_poison_the_default_ground_truth() {
     );
     let caches = std::fs::read_dir(env.cache.path().join("ground-truth"))
         .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
         .count();
-    assert_eq!(caches, 2, "one cache per time setting");
+    assert_eq!(
+        caches, 2,
+        "one cache per time setting (each with its lock file)"
+    );
     // The same settings again: cached.
     let again = run(&[]);
     evalkit::assert_stderr_has(&again, &["ground truth: 0 to run"]);

@@ -126,7 +126,7 @@ fn merged_shards_equal_one_run_and_bad_sets_are_refused() {
     );
 }
 
-/// The ground-truth cache of `cache_dir` (the one file that is not a shard journal): each
+/// The ground-truth cache of `cache_dir` (the one journal that is not a shard's): each
 /// task's status and details in file order (timings differ from run to run).
 fn gt_cache_verdicts(cache_dir: &Path) -> Vec<(String, String, Value)> {
     let dir = cache_dir.join("ground-truth");
@@ -134,7 +134,10 @@ fn gt_cache_verdicts(cache_dir: &Path) -> Vec<(String, String, Value)> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| !p.to_string_lossy().contains(".shard-"))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            name.ends_with(".jsonl") && !name.contains(".shard-")
+        })
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let text = std::fs::read_to_string(files.pop().unwrap()).unwrap();
@@ -196,4 +199,41 @@ fn ground_truth_shards_merge_into_the_cache_one_check_fills() {
         !err.contains("ground truth: "),
         "ground truth ran again: {err}"
     );
+}
+
+/// A requeued copy of a shard beside a live one (a node that lost contact but not its job)
+/// is refused at once: it would run the same jobs again into the same journal. Task 421's
+/// canonical solution sleeps about 10 s, so the first copy is still running.
+#[test]
+fn a_second_copy_of_a_running_shard_is_refused() {
+    let Some(env) = evalkit::env() else { return };
+    let args = [
+        "evaluate",
+        "--check-gt-only",
+        "--ids",
+        "421,4",
+        "--shard",
+        "1/1",
+        "-q",
+    ];
+    let dir = env.cache.path().join("ground-truth");
+    let under_way = || {
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with(".shard-1-of-1.jsonl")
+                    && std::fs::metadata(e.path()).is_ok_and(|m| m.len() > 0)
+            })
+    };
+    let mut first = evalkit::start_until(env.bcb().args(args), under_way);
+    let second = env.run(&args);
+    let wants = ["shard 1/1", "another `bcb evaluate`", "hint:"];
+    evalkit::assert_refused_beside(&mut first, &second, &wants);
+    let shards = bcb_eval::shard::find_ground_truth_shards(env.cache.path(), None).unwrap();
+    let journal = std::fs::read_to_string(&shards[0]).unwrap();
+    assert_eq!(journal.lines().count(), 1 + 2, "{journal}");
 }

@@ -25,6 +25,18 @@ pub enum SessionError {
     /// The warm session is closed (or its executor stopped): it takes no more work.
     #[error("the session is closed\nhint: start a new session")]
     Closed,
+    /// Another process holds the ground truth's lock and has not written to it for long.
+    #[error(
+        "the ground truth {} is locked by another process ({}), which has written nothing to it for {secs:.0} s\n\
+         hint: a run stopped with Ctrl-Z holds it: let it go on (fg) or end it; or give this run a cache of its own with BCB_CACHE_DIR",
+        path.display(),
+        holder.as_deref().unwrap_or("which did not say who it is")
+    )]
+    GroundTruthStalled {
+        path: std::path::PathBuf,
+        holder: Option<String>,
+        secs: f64,
+    },
 }
 
 fn hint_line(e: &ExecError) -> String {

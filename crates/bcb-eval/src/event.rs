@@ -88,6 +88,12 @@ pub enum Event<'a> {
     PhaseFinished {
         phase: Phase,
     },
+    /// Another process is running the ground truth this run needs (its lock is held): this
+    /// run waits for it, then takes what it wrote. `holder` as it named itself.
+    WaitingForGroundTruth {
+        path: &'a Path,
+        holder: Option<&'a str>,
+    },
     /// The ground truth of the selected tasks is known (cached, run, or skipped).
     GroundTruthReady {
         gt: &'a GroundTruth,

@@ -17,6 +17,7 @@
 //! - `error`: [`SessionError`].
 //!
 //! Public modules are file formats and tools around runs: [`journal`], [`verdict_cache`],
+//! [`gt_lock`] (one process at a time runs a ground truth),
 //! [`shard`] (merging shard journals), [`cost`] (`bcb plan`), [`passk`], and what the
 //! scheduler's order is made of ([`sleepers`], [`priors`], [`limits`]; the `sleepers_rank`
 //! example reads them).
@@ -29,6 +30,7 @@ mod error;
 mod event;
 mod flaky;
 mod ground_truth;
+pub mod gt_lock;
 pub mod journal;
 pub mod limits;
 pub mod passk;

@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::error::SessionError;
 use crate::event::{Event, Origin, Phase, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
+use crate::limits::ground_truth_time_limit;
 use crate::plan::ground_truth_jobs;
 use crate::runner::{OnVerdict, RetryPolicy, Runner};
 use crate::settings::Settings;
@@ -94,6 +95,24 @@ impl Phases<'_> {
         if mode == GtMode::Skip {
             return self.skipped();
         }
+        // A shard's ground truth is in its own journal, locked with it; the shared cache is
+        // run by one process at a time, and those that wait find it done.
+        let _lock = match only {
+            Some(_) => None,
+            None => Some(crate::gt_lock::lock(
+                &cache.path,
+                crate::gt_lock::stall_bound(ground_truth_time_limit(
+                    self.settings.min_time_limit,
+                    self.settings.base_timeout,
+                )),
+                |holder| {
+                    self.events.emit(&Event::WaitingForGroundTruth {
+                        path: &cache.path,
+                        holder,
+                    })
+                },
+            )?),
+        };
         let mine = |id: &str| only.is_none_or(|o| o.contains(id));
         let ids: Vec<String> = self.task_ids().into_iter().filter(|id| mine(id)).collect();
         let previous = if mode == GtMode::Recheck {

@@ -36,7 +36,7 @@ impl JournalLock {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => return Ok(None),
-                Err(TryLockError::Error(e)) if no_locks_here(&e) => {
+                Err(TryLockError::Error(e)) if no_file_locks(&e) => {
                     tracing::warn!(
                         "cannot lock {} ({e}): its filesystem has no file locks, so nothing stops a second run on the same file",
                         path.display()
@@ -72,7 +72,7 @@ impl JournalLock {
 /// Whether a lock failed because the filesystem has none (Lustre mounted without `flock`
 /// answers ENOSYS, some network filesystems ENOLCK or EOPNOTSUPP): the run goes on unlocked,
 /// as it did before there was a lock.
-fn no_locks_here(e: &io::Error) -> bool {
+pub fn no_file_locks(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::ENOSYS | libc::ENOLCK | libc::EOPNOTSUPP)
@@ -137,10 +137,10 @@ mod tests {
     #[test]
     fn only_a_filesystem_without_locks_lets_a_run_go_on_unlocked() {
         for errno in [libc::ENOSYS, libc::ENOLCK, libc::EOPNOTSUPP] {
-            assert!(no_locks_here(&io::Error::from_raw_os_error(errno)));
+            assert!(no_file_locks(&io::Error::from_raw_os_error(errno)));
         }
         for errno in [libc::EIO, libc::EBADF, libc::EINTR] {
-            assert!(!no_locks_here(&io::Error::from_raw_os_error(errno)));
+            assert!(!no_file_locks(&io::Error::from_raw_os_error(errno)));
         }
     }
 

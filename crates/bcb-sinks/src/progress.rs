@@ -179,6 +179,11 @@ impl Sink for ProgressSink {
                     self.progress.say(&cost);
                 }
             }
+            Event::WaitingForGroundTruth { path, holder } => self.progress.say(&format!(
+                "ground truth: {} is being run by another process ({}); waiting for it, then using it",
+                path.display(),
+                holder.unwrap_or("which did not say who it is")
+            )),
             Event::ResultsLoaded { path } => self.progress.say(&format!(
                 "Loading previous results from {} (pass --force to evaluate again)",
                 path.display()

@@ -157,6 +157,24 @@ fn lock_journals(
     Ok(locks)
 }
 
+/// One process at a time runs a shard: a requeued copy beside a live one (a node that lost
+/// contact but not its job) would run the same jobs again into the same journal.
+fn lock_shard_journal(plan: &ShardPlan) -> anyhow::Result<JournalLock> {
+    let journal = &plan.journal;
+    JournalLock::try_acquire(journal)
+        .with_context(|| format!("cannot open the shard journal {}", journal.display()))?
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "shard {}/{} is being run by another `bcb evaluate` (its journal {} is locked)\n\
+                 hint: wait for that run to end, or stop it; running this shard again then \
+                 resumes from its journal",
+                plan.shard.tag().index,
+                plan.shard.count,
+                journal.display()
+            )
+        })
+}
+
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
@@ -177,11 +195,12 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let settings = args.settings(calibrated, &runtime.key);
     let exec_config = args.exec_config(runtime.python, &settings);
     let sandbox_key = bcb_execute::sandbox_key(&exec_config);
+    let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
+    let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
+    let _shard_lock = shard.as_ref().map(lock_shard_journal).transpose()?;
     let executor = spec
         .build(exec_config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
-    let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
-    let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
     // Protections in force are part of the cache key: a sandbox that allows more may give
     // another verdict. A remote backend's verdicts never enter it.
     let verdict_cache =

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bcb_eval::{assemble, build_report, Event, GtCache, SampleRun, Samples, Sink};
+use bcb_eval::{assemble, build_report, gt_lock, Event, GtCache, SampleRun, Samples, Sink};
 use bcb_sinks::{ConsoleSummary, EvalResultsFile, PassAtKFile};
 
 use crate::common::DatasetArgs;
@@ -138,7 +138,21 @@ fn merge_ground_truth(ds: &bcb_dataset::Dataset, shards: &[PathBuf]) -> anyhow::
     let cache_dir = bcb_dataset::cache_dir();
     let merged = bcb_eval::shard::merge_ground_truth(ds, shards)?;
     let cache = GtCache::for_plan(&cache_dir, &merged.plan.dataset, &merged.plan.settings);
+    // Not under a run that is writing the same cache: its appends would be lost to the rewrite.
+    let stall = gt_lock::stall_bound(bcb_eval::limits::ground_truth_time_limit(
+        0.0,
+        bcb_eval::DEFAULT_BASE_TIMEOUT,
+    ));
+    let lock = gt_lock::lock(&cache.path, stall, |holder| {
+        eprintln!(
+            "{} is being written by another process ({}); waiting for it",
+            cache.path.display(),
+            holder.unwrap_or("which did not say who it is")
+        );
+        Ok(())
+    })?;
     cache.store(&merged.records)?;
+    drop(lock);
     let gt = merged.ground_truth();
     let task_ids: Vec<String> = ds.tasks().iter().map(|t| t.task_id.clone()).collect();
     let mut console = ConsoleSummary::new(
