@@ -407,15 +407,7 @@ fn a_second_run_waits_for_the_ground_truth_the_first_is_running_and_runs_none_of
         .map(|id| json!({"task_id": id, "solution": env.canonical(id)}))
         .collect();
     let (a, b) = (env.samples("a.jsonl", &rows), env.samples("b.jsonl", &rows));
-    let gt_dir = env.cache.path().join("ground-truth");
-    let gt_cache = || {
-        std::fs::read_dir(&gt_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-    };
+    let gt_cache = || evalkit::ground_truth_file(env.cache.path(), ".jsonl");
     // Under way: the first run's ground truth has begun (its cache has its header).
     let started = || gt_cache().is_some_and(|p| std::fs::read(p).is_ok_and(|t| !t.is_empty()));
     let first_args = evalkit::evaluate_args(ids, &a, &["--parallel", "2"]);
@@ -455,13 +447,9 @@ fn a_wait_for_a_ground_truth_whose_holder_writes_nothing_ends_with_an_error() {
     ];
     let probe = evalkit::env().unwrap();
     evalkit::ok(&probe.run(&args));
-    let name = std::fs::read_dir(probe.cache.path().join("ground-truth"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .find(|n| n.to_string_lossy().ends_with(".jsonl"))
-        .unwrap();
-    let mut lock = gt_dir.join(&name).into_os_string();
+    let cache = evalkit::ground_truth_file(probe.cache.path(), ".jsonl").unwrap();
+    let name = cache.file_name().unwrap();
+    let mut lock = gt_dir.join(name).into_os_string();
     lock.push(".lock");
     // Held by this test's process, as any other process would hold it.
     let holder = std::fs::File::create(&lock).unwrap();

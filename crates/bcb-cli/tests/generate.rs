@@ -138,7 +138,11 @@ fn a_second_generate_on_the_same_file_refuses_while_the_first_runs_and_nothing_i
     // The first run is under way: samples are landing in its journal.
     let mut first = evalkit::start_until(&mut runs.run(), || !rows(&journal).is_empty());
     let second = runs.run().output().unwrap();
-    let wants = [file.to_str().unwrap(), "another `bcb generate`", "hint:"];
+    let wants = [
+        file.to_str().unwrap(),
+        "another run (`bcb generate`",
+        "hint:",
+    ];
     evalkit::assert_refused_beside(&mut first, &second, &wants);
     // Exactly the first run's 30 samples, 3 a task, and no journal left.
     let final_rows = rows(&file);

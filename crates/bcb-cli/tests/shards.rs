@@ -216,18 +216,9 @@ fn a_second_copy_of_a_running_shard_is_refused() {
         "1/1",
         "-q",
     ];
-    let dir = env.cache.path().join("ground-truth");
     let under_way = || {
-        std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .ends_with(".shard-1-of-1.jsonl")
-                    && std::fs::metadata(e.path()).is_ok_and(|m| m.len() > 0)
-            })
+        evalkit::ground_truth_file(env.cache.path(), ".shard-1-of-1.jsonl")
+            .is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
     };
     let mut first = evalkit::start_until(env.bcb().args(args), under_way);
     let second = env.run(&args);

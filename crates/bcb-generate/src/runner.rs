@@ -190,7 +190,8 @@ fn lock_journal(path: &Path, journal: &Path) -> anyhow::Result<JournalLock> {
         .with_context(|| format!("cannot open the journal {}", journal.display()))?
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "{} is being written by another `bcb generate` (its journal {} is locked)\n\
+                "{} is being written by another run (`bcb generate`, or `bcb evaluate --model` \
+                 generating it; its journal {} is locked)\n\
                  hint: wait for that run to end, or stop it; running again then continues from \
                  the samples it wrote",
                 path.display(),

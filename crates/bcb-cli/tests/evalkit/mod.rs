@@ -191,6 +191,17 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A file of the ground-truth folder of `cache` whose name ends with `suffix` (`.jsonl`: the
+/// cache itself; `.shard-1-of-2.jsonl`: a shard's journal), if one is there.
+pub fn ground_truth_file(cache: &Path, suffix: &str) -> Option<PathBuf> {
+    std::fs::read_dir(cache.join("ground-truth"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(suffix))
+}
+
 /// The text of a gzipped file.
 pub fn read_gz(path: &Path) -> String {
     use std::io::Read;
