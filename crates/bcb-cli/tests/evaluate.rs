@@ -412,13 +412,15 @@ fn a_second_run_waits_for_the_ground_truth_the_first_is_running_and_runs_none_of
     let started = || gt_cache().is_some_and(|p| std::fs::read(p).is_ok_and(|t| !t.is_empty()));
     let first_args = evalkit::evaluate_args(ids, &a, &["--parallel", "2"]);
     let mut first = evalkit::start_until(env.bcb().args(&first_args), started);
-    let second = env.evaluate(ids, &b, &["--parallel", "2"]);
+    let second = env.evaluate(ids, &b, &["--parallel", "2", "--progress-interval", "1"]);
     let err = evalkit::ok(&second);
     assert!(first.wait().unwrap().success());
     assert!(
         err.contains("is being run by another process (pid ") && err.contains("waiting for it"),
         "{err}"
     );
+    // A wait shows its progress as a phase does (a line a second here).
+    assert!(err.contains("waiting for ground truth: "), "{err}");
     assert!(err.contains("ground truth: 0 to run"), "{err}");
     let records = std::fs::read_to_string(gt_cache().unwrap()).unwrap();
     assert_eq!(records.lines().count(), 1 + 2, "{records}");

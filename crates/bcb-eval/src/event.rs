@@ -89,10 +89,14 @@ pub enum Event<'a> {
         phase: Phase,
     },
     /// Another process is running the ground truth this run needs (its lock is held): this
-    /// run waits for it, then takes what it wrote. `holder` as it named itself.
+    /// run waits for it, then takes what it wrote. `holder` as it named itself; `done` of the
+    /// `total` tasks this run needs are in the cache. Sent when the wait starts and again as
+    /// the cache grows.
     WaitingForGroundTruth {
         path: &'a Path,
         holder: Option<&'a str>,
+        done: usize,
+        total: usize,
     },
     /// The ground truth of the selected tasks is known (cached, run, or skipped).
     GroundTruthReady {

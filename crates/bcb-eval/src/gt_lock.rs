@@ -20,6 +20,10 @@ use crate::error::SessionError;
 
 /// How often a waiting run looks at the lock and the cache again.
 const POLL: Duration = Duration::from_millis(200);
+/// How often at most a waiting run is told that the cache grew (each telling reads it).
+const UPDATE: Duration = Duration::from_secs(2);
+/// How long a wait may take to learn its holder's name before it says it waits without it.
+const NAMING: Duration = Duration::from_secs(1);
 
 /// Held while a run reads, runs and writes a ground truth; released when dropped.
 pub struct GtLock {
@@ -44,12 +48,13 @@ pub fn stall_bound(gt_time_limit_secs: f64) -> Duration {
 }
 
 /// Takes the lock of the ground truth at `cache`, waiting while another process holds it.
-/// `waiting` is told once, when a wait starts, who holds it (as the holder wrote it: `pid N
-/// on HOST`).
+/// `waiting` is told who holds it (as the holder wrote it: `pid N on HOST`) when a wait
+/// starts, and again when the cache has grown since (every [`UPDATE`] at most), so a long
+/// wait shows its progress.
 pub fn lock(
     cache: &Path,
     stall: Duration,
-    waiting: impl FnOnce(Option<&str>) -> anyhow::Result<()>,
+    mut waiting: impl FnMut(Option<&str>) -> anyhow::Result<()>,
 ) -> Result<GtLock, SessionError> {
     let path = lock_path(cache);
     let file = match open(&path) {
@@ -62,9 +67,12 @@ pub fn lock(
             return Ok(GtLock { _file: None });
         }
     };
-    let mut waiting = Some(waiting);
     let mut seen = fingerprint(cache);
     let mut changed_at = Instant::now();
+    let waited = Instant::now();
+    // When `waiting` was last told, and whether the cache changed since.
+    let mut told: Option<Instant> = None;
+    let mut grew = false;
     loop {
         match file.try_lock() {
             Ok(()) => break,
@@ -76,13 +84,21 @@ pub fn lock(
                 return Ok(GtLock { _file: None });
             }
         }
-        if let Some(tell) = waiting.take() {
-            tell(holder(&path).as_deref())?;
+        if told.is_none_or(|t| grew && t.elapsed() >= UPDATE) {
+            let name = holder(&path);
+            // A holder that has just taken the lock may not have named itself yet: the first
+            // word of a wait waits a moment for its name.
+            if told.is_some() || name.is_some() || waited.elapsed() >= NAMING {
+                waiting(name.as_deref())?;
+                told = Some(Instant::now());
+                grew = false;
+            }
         }
         let now = fingerprint(cache);
         if now != seen {
             seen = now;
             changed_at = Instant::now();
+            grew = true;
         } else if changed_at.elapsed() >= stall {
             return Err(SessionError::GroundTruthStalled {
                 path: cache.to_path_buf(),
@@ -154,6 +170,32 @@ mod tests {
         assert!(!second.is_finished());
         drop(first);
         second.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn the_first_word_of_a_wait_names_a_holder_that_names_itself_a_moment_late() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("k.jsonl");
+        let path = lock_path(&cache);
+        let held = File::create(&path).unwrap();
+        held.lock().unwrap();
+        let (told, heard) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn({
+            let cache = cache.clone();
+            move || {
+                lock(&cache, Duration::from_secs(60), |holder| {
+                    let _ = told.send(holder.map(str::to_string));
+                    Ok(())
+                })
+                .map(drop)
+            }
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(&path, "pid 1 on h").unwrap();
+        let first = heard.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(first.as_deref(), Some("pid 1 on h"));
+        drop(held);
+        waiter.join().unwrap().unwrap();
     }
 
     #[test]

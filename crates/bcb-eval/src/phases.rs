@@ -95,6 +95,8 @@ impl Phases<'_> {
         if mode == GtMode::Skip {
             return self.skipped();
         }
+        let mine = |id: &str| only.is_none_or(|o| o.contains(id));
+        let ids: Vec<String> = self.task_ids().into_iter().filter(|id| mine(id)).collect();
         // A shard's ground truth is in its own journal, locked with it; the shared cache is
         // run by one process at a time, and those that wait find it done.
         let _lock = match only {
@@ -106,15 +108,16 @@ impl Phases<'_> {
                     self.settings.base_timeout,
                 )),
                 |holder| {
+                    let cached = cache.load();
                     self.events.emit(&Event::WaitingForGroundTruth {
                         path: &cache.path,
                         holder,
+                        done: ids.iter().filter(|id| cached.contains(id)).count(),
+                        total: ids.len(),
                     })
                 },
             )?),
         };
-        let mine = |id: &str| only.is_none_or(|o| o.contains(id));
-        let ids: Vec<String> = self.task_ids().into_iter().filter(|id| mine(id)).collect();
         let previous = if mode == GtMode::Recheck {
             let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
             cache.forget(&refs)?

@@ -62,12 +62,17 @@ impl Counts {
     }
 }
 
+/// The label of the progress of a wait for another process's ground truth.
+const WAITING: &str = "waiting for ground truth";
+
 pub struct ProgressSink {
     mode: ProgressMode,
     progress: Progress,
     counts: Counts,
     /// Mean expected seconds of a job of the selected tasks (from the ground truth).
     mean_expected: Option<f64>,
+    /// Waiting for another process's ground truth (its progress is on display).
+    waiting: bool,
 }
 
 impl ProgressSink {
@@ -77,11 +82,13 @@ impl ProgressSink {
             progress: Progress::new(mode),
             counts: Counts::default(),
             mean_expected: None,
+            waiting: false,
         }
     }
 
     fn start(&mut self, phase: Phase, todo: usize, done: usize) {
         self.progress.finish();
+        self.waiting = false;
         self.counts = Counts {
             label: phase.label(),
             ..Counts::default()
@@ -179,11 +186,24 @@ impl Sink for ProgressSink {
                     self.progress.say(&cost);
                 }
             }
-            Event::WaitingForGroundTruth { path, holder } => self.progress.say(&format!(
-                "ground truth: {} is being run by another process ({}); waiting for it, then using it",
-                path.display(),
-                holder.unwrap_or("which did not say who it is")
-            )),
+            Event::WaitingForGroundTruth {
+                path,
+                holder,
+                done,
+                total,
+            } => {
+                // The first word of a wait: a line, then its own progress until the phase starts.
+                if !self.waiting {
+                    self.progress.say(&format!(
+                        "ground truth: {} is being run by another process ({}); waiting for it, then using it",
+                        path.display(),
+                        holder.unwrap_or("which did not say who it is")
+                    ));
+                    self.progress.start(WAITING, "tasks", *total as u64);
+                }
+                self.waiting = true;
+                self.progress.set_done(*done as u64);
+            }
             Event::ResultsLoaded { path } => self.progress.say(&format!(
                 "Loading previous results from {} (pass --force to evaluate again)",
                 path.display()

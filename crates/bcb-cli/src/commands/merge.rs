@@ -143,12 +143,15 @@ fn merge_ground_truth(ds: &bcb_dataset::Dataset, shards: &[PathBuf]) -> anyhow::
         0.0,
         bcb_eval::DEFAULT_BASE_TIMEOUT,
     ));
+    let mut said = false;
     let lock = gt_lock::lock(&cache.path, stall, |holder| {
-        eprintln!(
-            "{} is being written by another process ({}); waiting for it",
-            cache.path.display(),
-            holder.unwrap_or("which did not say who it is")
-        );
+        if !std::mem::replace(&mut said, true) {
+            eprintln!(
+                "{} is being written by another process ({}); waiting for it",
+                cache.path.display(),
+                holder.unwrap_or("which did not say who it is")
+            );
+        }
         Ok(())
     })?;
     cache.store(&merged.records)?;
