@@ -195,7 +195,7 @@ impl Sink for ProgressSink {
                 // The first word of a wait: a line, then its own progress until the phase starts.
                 if !self.waiting {
                     self.progress.say(&format!(
-                        "ground truth: {} is being run by another process ({}); waiting for it, then using it",
+                        "ground truth: {} is being run by another process ({}); waiting for it",
                         path.display(),
                         holder.unwrap_or("which did not say who it is")
                     ));
