@@ -29,7 +29,16 @@ const NAMING: Duration = Duration::from_secs(1);
 pub struct GtLock {
     /// `None` where the filesystem has no file locks or the lock file cannot be made: the run
     /// goes on unlocked, as before there was a lock.
-    _file: Option<File>,
+    file: Option<File>,
+}
+
+impl Drop for GtLock {
+    /// Unnamed before it is let go, so a waiter never names a holder that has gone.
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            let _ = file.set_len(0);
+        }
+    }
 }
 
 /// `{cache}.lock`, beside the cache file (which is replaced by a rename when rewritten, so it
@@ -64,7 +73,7 @@ pub fn lock(
                 "cannot open {} ({e}): the ground truth is run without its lock",
                 path.display()
             );
-            return Ok(GtLock { _file: None });
+            return Ok(GtLock { file: None });
         }
     };
     let mut seen = fingerprint(cache);
@@ -81,7 +90,7 @@ pub fn lock(
                 if !bcb_samples::no_file_locks(&e) {
                     tracing::warn!("cannot lock {} ({e})", path.display());
                 }
-                return Ok(GtLock { _file: None });
+                return Ok(GtLock { file: None });
             }
         }
         if told.is_none_or(|t| grew && t.elapsed() >= UPDATE) {
@@ -115,7 +124,7 @@ pub fn lock(
     if let Err(e) = file.set_len(0).and_then(|()| file.write_all(me.as_bytes())) {
         tracing::debug!("cannot write the holder into {}: {e}", path.display());
     }
-    Ok(GtLock { _file: Some(file) })
+    Ok(GtLock { file: Some(file) })
 }
 
 fn open(path: &Path) -> io::Result<File> {
@@ -170,6 +179,8 @@ mod tests {
         assert!(!second.is_finished());
         drop(first);
         second.join().unwrap().unwrap();
+        // Let go, a holder is no longer named.
+        assert_eq!(std::fs::read(lock_path(&cache)).unwrap(), b"");
     }
 
     #[test]
