@@ -186,18 +186,16 @@ impl Survey {
 /// The lock on the journal of the samples file at `path`; refused with a hint while another
 /// run holds it.
 fn lock_journal(path: &Path, journal: &Path) -> anyhow::Result<JournalLock> {
-    JournalLock::try_acquire(journal)
-        .with_context(|| format!("cannot open the journal {}", journal.display()))?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{} is being written by another run (`bcb generate`, or `bcb evaluate --model` \
-                 generating it; its journal {} is locked)\n\
-                 hint: wait for that run to end, or stop it; running again then continues from \
-                 the samples it wrote",
-                path.display(),
-                journal.display()
-            )
-        })
+    Ok(JournalLock::acquire(journal, || {
+        format!(
+            "{} is being written by another run (`bcb generate`, or `bcb evaluate --model` \
+             generating it; its journal {} is locked)\n\
+             hint: wait for that run to end, or stop it; running again then continues from the \
+             samples it wrote",
+            path.display(),
+            journal.display()
+        )
+    })?)
 }
 
 async fn run_async(

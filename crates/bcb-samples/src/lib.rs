@@ -11,7 +11,7 @@ mod read;
 mod write;
 
 pub use journal::JsonlAppender;
-pub use lock::{no_file_locks, JournalLock};
+pub use lock::{no_file_locks, JournalLock, LockError};
 pub use naming::{
     eval_results_path, existing_pass_at_k, generated_name, is_samples_file_name, labels,
     model_name, model_of_results, pass_at_k_path, sanitized_name, GENERATED_TAIL, LABELS_MARK,

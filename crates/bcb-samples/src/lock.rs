@@ -21,7 +21,34 @@ pub struct JournalLock {
     path: PathBuf,
 }
 
+/// Why a run did not get the lock on its journal.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("cannot open the journal {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Another run holds it: the caller's words for what is busy, with a hint.
+    #[error("{0}")]
+    Held(String),
+}
+
 impl JournalLock {
+    /// Takes the lock on `path`, or refuses with `held()` (what is busy, with a `hint:`)
+    /// while another process holds it.
+    pub fn acquire(path: &Path, held: impl FnOnce() -> String) -> Result<JournalLock, LockError> {
+        match Self::try_acquire(path) {
+            Ok(Some(lock)) => Ok(lock),
+            Ok(None) => Err(LockError::Held(held())),
+            Err(source) => Err(LockError::Open {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
     /// Takes the lock on `path`; `Ok(None)` while another process holds it.
     pub fn try_acquire(path: &Path) -> io::Result<Option<JournalLock>> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

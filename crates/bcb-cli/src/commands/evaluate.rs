@@ -141,17 +141,15 @@ fn lock_journals(
             continue;
         }
         let journal = samples_journal_path(&bcb_samples::eval_results_path(&s.path));
-        let lock = JournalLock::try_acquire(&journal)
-            .with_context(|| format!("cannot open the journal {}", journal.display()))?
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{} is being evaluated by another `bcb evaluate` (its journal {} is locked)\n\
-                     hint: wait for that run to end, or stop it; running again then loads its \
-                     results, or resumes from its journal",
-                    s.path.display(),
-                    journal.display()
-                )
-            })?;
+        let lock = JournalLock::acquire(&journal, || {
+            format!(
+                "{} is being evaluated by another `bcb evaluate` (its journal {} is locked)\n\
+                 hint: wait for that run to end, or stop it; running again then loads its \
+                 results, or resumes from its journal",
+                s.path.display(),
+                journal.display()
+            )
+        })?;
         locks.push(lock);
     }
     Ok(locks)
@@ -161,18 +159,16 @@ fn lock_journals(
 /// contact but not its job) would run the same jobs again into the same journal.
 fn lock_shard_journal(plan: &ShardPlan) -> anyhow::Result<JournalLock> {
     let journal = &plan.journal;
-    JournalLock::try_acquire(journal)
-        .with_context(|| format!("cannot open the shard journal {}", journal.display()))?
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "shard {}/{} is being run by another `bcb evaluate` (its journal {} is locked)\n\
-                 hint: wait for that run to end, or stop it; running this shard again then \
-                 resumes from its journal",
-                plan.shard.tag().index,
-                plan.shard.count,
-                journal.display()
-            )
-        })
+    Ok(JournalLock::acquire(journal, || {
+        format!(
+            "shard {}/{} is being run by another `bcb evaluate` (its journal {} is locked)\n\
+             hint: wait for that run to end, or stop it; running this shard again then resumes \
+             from its journal",
+            plan.shard.tag().index,
+            plan.shard.count,
+            journal.display()
+        )
+    })?)
 }
 
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
