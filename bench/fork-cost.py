@@ -12,8 +12,18 @@ Options (any order after N):
             zygote does); prints how much of it did
   tabular   only numpy, pandas and matplotlib of the preloads (and the standard library's):
             what a slot for the tasks that import nothing else would hold
+  slot      the forks come from a child of the process that imported (a slot the zygote
+            forked), not from that process itself (the zygote)
+  churn     between forks the parent does a supervisor's share of Python (a job's JSON in
+            and out, a result, attribute reads across the loaded modules): its writes split
+            the huge pages it shares with its last child; 20 such rounds come first
 
-usage: $BCB_PYTHON bench/fork-cost.py [N=40] [touch|work] [freeze] [collapse] [tabular]
+Measured only between forks and after the warm-up rounds: the fork in the parent (its CPU
+around `os.fork()` alone), and each child's CPU, its exit included. Also printed: the
+parent's anonymous memory on huge pages before and after the warm-up, and its page tables
+(`VmPTE`).
+
+usage: $BCB_PYTHON bench/fork-cost.py [N=40] [touch|work] [freeze] [collapse] [tabular] [slot] [churn]
 """
 import gc
 import importlib.util
@@ -67,9 +77,31 @@ def work():
     gc.collect()
 
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
-parent0, children0, wall0 = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
-for _ in range(n):
+def churn():
+    """What a slot's supervisor does with one job, roughly: the job's JSON read and written
+    again, a result sent, attribute reads over the loaded modules."""
+    import json
+
+    job = json.loads(json.dumps({"key": "k" * 32, "test": "x = 1\n" * 2000, "tests": ["test_%d" % i for i in range(50)]}))
+    json.dumps({"event": "result", "key": job["key"], "stages": {k: float(i) for i, k in enumerate("abcdefghij")}})
+    for m in list(sys.modules.values())[:: max(1, len(sys.modules) // 300)]:
+        getattr(m, "__name__", None), getattr(m, "__doc__", None)
+
+
+def page_tables_kb():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmPTE"))
+
+
+if "slot" in opts:
+    slot = os.fork()
+    if slot:
+        os.waitpid(slot, 0)
+        sys.exit(0)
+
+
+def fork_one():
+    """The parent's CPU in `os.fork()` alone."""
+    t = time.process_time()
     pid = os.fork()
     if pid == 0:
         if "touch" in opts:
@@ -77,10 +109,24 @@ for _ in range(n):
         if "work" in opts:
             work()
         os._exit(0)
+    spent = time.process_time() - t
     os.waitpid(pid, 0)
-parent1, children1, wall1 = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
+    if "churn" in opts:
+        churn()
+    return spent
+
+
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+if "churn" in opts:
+    for _ in range(20):
+        fork_one()
+huge_after = {l.split(":")[0]: int(l.split()[1]) for l in open("/proc/self/smaps_rollup") if l.endswith("kB\n")}["AnonHugePages"]
+forks, children0, wall0 = 0.0, resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
+for _ in range(n):
+    forks += fork_one()
+children1, wall1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
 child = (children1.ru_utime + children1.ru_stime - children0.ru_utime - children0.ru_stime) / n
 print(f"{mappings} mappings, RSS {rollup['Rss'] >> 10} MB, anonymous {rollup['Anonymous'] >> 10} MB, on huge pages "
-      f"{rollup['AnonHugePages'] >> 10} MB; fork {1000 * (parent1 - parent0) / n:.1f} ms in the parent; "
-      f"child, exit included, {1000 * child:.1f} ms; wall {1000 * (wall1 - wall0) / n:.1f} ms "
-      f"({' '.join(sorted(opts)) or 'no options'})")
+      f"{rollup['AnonHugePages'] >> 10} MB, then {huge_after >> 10} MB; page tables {page_tables_kb()} kB; "
+      f"fork {1000 * forks / n:.1f} ms in the parent; child, exit included, {1000 * child:.1f} ms; "
+      f"wall {1000 * (wall1 - wall0) / n:.1f} ms ({' '.join(sorted(opts)) or 'no options'})")
