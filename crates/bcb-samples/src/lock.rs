@@ -50,7 +50,7 @@ impl JournalLock {
     }
 
     /// Takes the lock on `path`; `Ok(None)` while another process holds it.
-    pub fn try_acquire(path: &Path) -> io::Result<Option<JournalLock>> {
+    fn try_acquire(path: &Path) -> io::Result<Option<JournalLock>> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
