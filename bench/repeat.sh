@@ -93,6 +93,9 @@ python3 "$here/bench/census.py" compare "$out"
 repeats=${ORIGINAL_REPEATS:-3}
 if [ "$repeats" -gt 0 ] && [ -s "$out/differing.jsonl" ]; then
     overlay=$("$here/bench/original-overlay.sh")
+    # The original asserts that every task of the subset has a sample unless it is told
+    # which tasks to evaluate.
+    selected=$(python3 -c 'import json, sys; print(",".join(sorted({json.loads(l)["task_id"] for l in open(sys.argv[1])})))' "$out/differing.jsonl")
     results=()
     for r in $(seq "$repeats"); do
         dir=$out/original-$r
@@ -101,7 +104,7 @@ if [ "$repeats" -gt 0 ] && [ -s "$out/differing.jsonl" ]; then
         echo "== original repeat $r on the differing programs" >&2
         (cd "$dir" && gunzip -c "$DATASET" >ds.jsonl && BIGCODEBENCH_OVERRIDE_PATH=$dir/ds.jsonl PYTHONPATH=$overlay "$BCB_PYTHON" -c \
             'import sys; from bigcodebench.evaluate import main; sys.argv[0] = "bigcodebench.evaluate"; main()' \
-            --split complete --subset full --samples differing.jsonl --no_gt --execution local \
+            --split complete --subset full --samples differing.jsonl --selective_evaluate "$selected" --no_gt --execution local \
             --parallel "$parallel" </dev/null >original.log 2>&1) || true
         results+=("$dir/differing_eval_results.json")
     done
