@@ -5,6 +5,8 @@ in repeated runs of the same inputs, and the original harness's own verdicts for
   census.py compare OUT            print each run's wall beside its floor, and every
                                    (task, program) whose verdict differed between runs;
                                    writes OUT/differing.jsonl (the programs, as samples)
+  census.py ids OUT                the differing programs' task ids, comma-separated (the
+                                   original's --selective_evaluate)
   census.py original OUT RESULTS...  the original's verdicts (its *_eval_results.json files,
                                    one per repeat) for the differing programs
 """
@@ -69,8 +71,16 @@ def compare(out):
             f.write(json.dumps({"task_id": t, "solution": sol, "census": [kind, prog]}) + "\n")
 
 
+def differing_programs(out):
+    return [json.loads(l) for l in open(os.path.join(out, "differing.jsonl"))]
+
+
+def ids(out):
+    print(",".join(sorted({w["task_id"] for w in differing_programs(out)})))
+
+
 def original(out, result_files):
-    wanted = [json.loads(l) for l in open(os.path.join(out, "differing.jsonl"))]
+    wanted = differing_programs(out)
     seen = {}
     for path in result_files:
         for t, i, status, _ in results_rows(path):
@@ -85,5 +95,7 @@ def original(out, result_files):
 if __name__ == "__main__":
     if sys.argv[1] == "compare":
         compare(sys.argv[2])
+    elif sys.argv[1] == "ids":
+        ids(sys.argv[2])
     else:
         original(sys.argv[2], sys.argv[3:])

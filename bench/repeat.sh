@@ -95,7 +95,7 @@ if [ "$repeats" -gt 0 ] && [ -s "$out/differing.jsonl" ]; then
     overlay=$("$here/bench/original-overlay.sh")
     # The original asserts that every task of the subset has a sample unless it is told
     # which tasks to evaluate.
-    selected=$(python3 -c 'import json, sys; print(",".join(sorted({json.loads(l)["task_id"] for l in open(sys.argv[1])})))' "$out/differing.jsonl")
+    selected=$(python3 "$here/bench/census.py" ids "$out")
     results=()
     for r in $(seq "$repeats"); do
         dir=$out/original-$r
