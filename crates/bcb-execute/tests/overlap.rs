@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use bcb_execute::{executor_for, Job, Outcome, Program, Remark, Status};
-use common::{config, job, python, ONE_TEST};
+use common::{config, job, python, QuietCpu, ONE_TEST};
 
 const SLEEPER: &str = "import time\ndef task_func():\n    time.sleep(120)\n    return 1\n";
 const QUICK: &str = "def task_func():\n    return 1\n";
@@ -97,39 +97,6 @@ const WAKES_AND_SPINS: &str = "import os, time\ndef task_func():\n    time.sleep
 const CPU_BOUND: &str = "import time\ndef task_func():\n    time.sleep(6)\n    t = time.process_time()\n    while time.process_time() - t < 1.0:\n        pass\n    return 1\n";
 
 type Seen = Vec<(String, usize, Status, f64, f64)>;
-
-/// Moves this test process (and so every sample it starts) into a cgroup v1 `cpu` group of
-/// the highest weight while it lives, where that is possible (root): the samples then share
-/// the CPUs among themselves as on a quiet machine, whatever else the machine runs, so the
-/// verdicts below depend only on how the scheduler shares the cores between samples.
-struct QuietCpu(Option<std::path::PathBuf>);
-
-impl QuietCpu {
-    fn enter() -> QuietCpu {
-        let root = std::path::Path::new("/sys/fs/cgroup/cpu");
-        let dir = root.join(format!("bcb-overlap-test-{}", std::process::id()));
-        let ok = std::fs::create_dir(&dir).is_ok()
-            && std::fs::write(dir.join("cpu.shares"), "262144").is_ok()
-            && std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()).is_ok();
-        if !ok {
-            let _ = std::fs::remove_dir(&dir);
-            eprintln!("no cpu cgroup of our own: the machine's other load counts too");
-        }
-        QuietCpu(ok.then_some(dir))
-    }
-}
-
-impl Drop for QuietCpu {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.0 {
-            let _ = std::fs::write(
-                "/sys/fs/cgroup/cpu/cgroup.procs",
-                std::process::id().to_string(),
-            );
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
 
 fn verdicts(kind: &str, py: std::path::PathBuf) -> Seen {
     // The two CPU-bound samples start first (the `--parallel` ones) and wait; meanwhile the

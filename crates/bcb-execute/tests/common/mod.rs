@@ -82,3 +82,36 @@ pub fn run_on(exec: &dyn Executor, jobs: Vec<Job>) -> HashMap<usize, Outcome> {
 
 /// A trivial one-test suite for synthetic samples.
 pub const ONE_TEST: &str = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), 1)\n";
+
+/// Moves this test process (and so every sample it starts) into a cgroup v1 `cpu` group of
+/// the highest weight while it lives, where that is possible (root): the samples then share
+/// the CPUs among themselves as on a quiet machine, whatever else the machine runs, so the
+/// verdicts below depend only on how the scheduler shares the cores between samples.
+pub struct QuietCpu(Option<std::path::PathBuf>);
+
+impl QuietCpu {
+    pub fn enter() -> QuietCpu {
+        let root = std::path::Path::new("/sys/fs/cgroup/cpu");
+        let dir = root.join(format!("bcb-quiet-test-{}", std::process::id()));
+        let ok = std::fs::create_dir(&dir).is_ok()
+            && std::fs::write(dir.join("cpu.shares"), "262144").is_ok()
+            && std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()).is_ok();
+        if !ok {
+            let _ = std::fs::remove_dir(&dir);
+            eprintln!("no cpu cgroup of our own: the machine's other load counts too");
+        }
+        QuietCpu(ok.then_some(dir))
+    }
+}
+
+impl Drop for QuietCpu {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::write(
+                "/sys/fs/cgroup/cpu/cgroup.procs",
+                std::process::id().to_string(),
+            );
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}

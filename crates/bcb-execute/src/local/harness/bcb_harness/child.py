@@ -58,11 +58,27 @@ def prefault():
     compare_snapshot()
 
 
+def make_clone_stop():
+    """The harness's code runs its tests and reports in the sample's own process only. A fork
+    of it that comes back into that code (a sample's `os.fork()` whose child does not exit:
+    under upstream's guard `os.execvp` returns, so a fork-and-exec falls through into the rest
+    of the module) ends there, at once: it would otherwise run the whole suite a second time
+    beside the first, taking a core from its own tests, and could send the report."""
+    own, getpid, exit_ = os.getpid(), os.getpid, os._exit
+
+    def stop_clone():
+        if getpid() != own:
+            exit_(0)
+
+    return stop_clone
+
+
 def child_main(cfg, wfd, kfd, jfd, base):
     """A sample's process: isolates itself first (while the slot is idle: see `Forked`),
     then waits for its job on `jfd` and runs it."""
     # Captured before the sample exists: the report path uses only these locals.
     encode, write, read, exit_ = make_report_encoder(), os.write, os.read, os._exit
+    stop_clone = make_clone_stop()
     stamps = {"child": time.monotonic()}
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -107,7 +123,8 @@ def child_main(cfg, wfd, kfd, jfd, base):
         if job.get("script") is not None:
             res = run_script(job, cfg, base)
         else:
-            res = run_sample(job, cfg, base, emit)
+            res = run_sample(job, cfg, base, emit, stop_clone)
+        stop_clone()
         # The nonce exists in this process only from here on: the supervisor wrote it into the
         # key pipe after the fork. A sample that read it first leaves nothing to read.
         nonce = b""
@@ -129,6 +146,7 @@ def child_main(cfg, wfd, kfd, jfd, base):
         os.close(rep)
         exit_(0)
     except BaseException as e:  # harness failure, not the sample's
+        stop_clone()
         try:
             fds = locals()
             out, key = fds.get("rep", fds.get("wfd")), fds.get("key", fds.get("kfd"))

@@ -2,9 +2,12 @@
 watch's frames spliced out, clipped to a size that keeps what a reader looks for."""
 
 
-def make_recorder_class(unittest, emit=None, codes=None):
+def make_recorder_class(unittest, emit=None, codes=None, stop_clone=lambda: None):
+    """`stop_clone` ends a fork of the sample's process that a test's code made and that
+    came back into unittest's (the test's outcome, or the next test's start)."""
     exc_info_to_string = unittest.TestResult._exc_info_to_string
     base_init = unittest.TestResult.__init__
+    base_start = unittest.TestResult.startTest
     base_sub = unittest.TestResult.addSubTest
     splice = splice_tracebacks
 
@@ -22,7 +25,12 @@ def make_recorder_class(unittest, emit=None, codes=None):
             base_init(self)
             self._bcb_outcomes = []
 
+        def startTest(self, test):
+            stop_clone()
+            base_start(self, test)
+
         def _note(self, test, outcome):
+            stop_clone()
             try:
                 name = test.id().split(".")[-1]
             except Exception:
@@ -57,6 +65,7 @@ def make_recorder_class(unittest, emit=None, codes=None):
             self.unexpectedSuccesses.append(test)
 
         def addSubTest(self, test, subtest, err):
+            stop_clone()
             if err is not None and emit is not None:
                 try:
                     name = test.id().split(".")[-1]

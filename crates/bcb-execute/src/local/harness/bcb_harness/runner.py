@@ -27,8 +27,10 @@ class TimeoutException(Exception):
     pass
 
 
-def run_sample(job, cfg, base, emit=None):
-    """Executes one sample in this (child) process; returns the result message."""
+def run_sample(job, cfg, base, emit=None, stop_clone=lambda: None):
+    """Executes one sample in this (child) process; returns the result message.
+    `stop_clone` ends a fork of this process that comes back into the harness's code
+    (`child.make_clone_stop`): after the module, at each test's start and outcome."""
     import builtins
     import faulthandler
     import tempfile
@@ -58,7 +60,7 @@ def run_sample(job, cfg, base, emit=None):
         probe = make_probe(emit, sample_code, control)
         compare_before = compare_snapshot()
         sys.addaudithook(make_audit_hook(emit, origin, sample_codes, sys._getframe, _thread.get_ident))
-    Recorder = make_recorder_class(unittest, emit, watch_codes)
+    Recorder = make_recorder_class(unittest, emit, watch_codes, stop_clone)
     uclasses = uclasses + (Recorder,)
     guard = Guard(sink)
     result = {"status": None, "details": {}, "test_secs": None, "ran": [], "skipped": 0, "integrity": None}
@@ -118,6 +120,7 @@ def run_sample(job, cfg, base, emit=None):
                 emit({"acct": "begin"})
             stamps["prepared"] = time.monotonic()
             exec(compile(full_code, "__test__.py", "exec"), module.__dict__)
+            stop_clone()
             stamps["module"] = time.monotonic()
             sys.modules["__test__"] = module
             TestCases = getattr(module, "TestCases")
@@ -200,6 +203,7 @@ def run_sample(job, cfg, base, emit=None):
         result["ran"] = list(test_result._bcb_outcomes)
         result["skipped"] = len(test_result.skipped)
     except BaseException as e:
+        stop_clone()
         try:
             details["ALL"] = str(e)
         except BaseException:
