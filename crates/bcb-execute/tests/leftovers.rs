@@ -142,9 +142,9 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
         }
         out.values().map(|o| o.wall_secs).fold(0.0, f64::max)
     };
-    // Verdicts, not speed (bench/leftovers.sh times the pair): a limit with room for the
-    // share a fork bomb's dozens of runnable processes take from a one-thread neighbour
-    // (CFS splits a cgroup's weight over the CPUs its threads run on: 1.3 to 1.8x seen here).
+    // Verdicts, not speed (bench/leftovers.sh times the pair): a limit with room for what a
+    // fork bomb beside it costs a one-thread answer in some batches (1.3 to 1.8x seen here;
+    // docs/scheduling.md, "Leftovers").
     let limit = 2.5 * alone;
     eprintln!("alone: {alone:.2} s; limit {limit:.2} s");
     let samples = batch();

@@ -228,6 +228,8 @@ struct IdleSample {
     /// What the running samples asked of the CPUs over the interval, in cores (`None`
     /// where samples run and none has a cgroup to measure).
     asked: Option<f64>,
+    /// Primaries the pass could not measure yet (see `freeze::Pass`).
+    unmeasured_primaries: usize,
 }
 
 struct Shared {
@@ -243,9 +245,40 @@ struct Shared {
     /// Samples held past [`RERUN_HELD_OVER`] that did not pass, waiting for a primary role
     /// to run again in: they go before the queue, and before an extra's promotion.
     reruns: VecDeque<Rerun>,
+    /// When primary roles were last taken (the last second's): a measurement of an interval
+    /// that began before a primary started shows that primary's core idle, so admission
+    /// counts each such start as a core taken (see [`Shared::unseen_primaries`]).
+    primary_starts: VecDeque<Instant>,
 }
 
 impl Shared {
+    /// A sample takes a primary role.
+    fn take_primary(&mut self) {
+        self.primaries += 1;
+        let now = Instant::now();
+        while self
+            .primary_starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(1))
+        {
+            self.primary_starts.pop_front();
+        }
+        self.primary_starts.push_back(now);
+    }
+
+    /// Primaries whose core a measurement does not show taken: those started since its
+    /// interval began, and those it found still starting (not measured yet). Without this, an
+    /// extra started on the measurement of the moment two primaries were being forked computed
+    /// beside them at the lowest weight, starved and frozen for seconds.
+    fn unseen_primaries(&self, m: &IdleSample) -> f64 {
+        let started = self
+            .primary_starts
+            .iter()
+            .filter(|t| **t >= m.since)
+            .count();
+        (started + m.unmeasured_primaries) as f64
+    }
+
     /// A sample starts on a worker (`extra_slot`: its index among the overlap slots, if one).
     fn start(&mut self, extra_slot: Option<usize>) {
         self.in_flight += 1;
@@ -325,6 +358,7 @@ pub(crate) fn run_queue<W>(
             sleepy: HashSet::new(),
             extra_busy: vec![false; extra],
             reruns: VecDeque::new(),
+            primary_starts: VecDeque::new(),
         }),
         idle: Mutex::new(None),
     };
@@ -429,7 +463,11 @@ impl Queue<'_> {
                 _ => None,
             };
             sampler.idle.push(idle_cores);
-            let Pass { asked, counted } = govern(self.seats, cores, &mut sampler);
+            let Pass {
+                asked,
+                counted,
+                unmeasured_primaries,
+            } = govern(self.seats, cores, &mut sampler);
             let demand = our_demand(&mut sampler.files, &counted).map(|d| {
                 demands.push_back(d);
                 if demands.len() > DEMAND_WINDOW {
@@ -444,6 +482,7 @@ impl Queue<'_> {
                     idle_cores,
                     demand,
                     asked,
+                    unmeasured_primaries,
                 });
             }
             last = now;
@@ -473,7 +512,7 @@ impl Queue<'_> {
         if s.primaries < workers && !s.reruns.is_empty() {
             let Rerun { ticket, job, first } = s.reruns.pop_front().expect("a rerun waits");
             s.start(worker.extra_slot(self));
-            s.primaries += 1;
+            s.take_primary();
             seats[w].begin(Role::Primary, false);
             tracing::debug!(target: QUEUE, "{} starts again on slot {w}, unheld", job.id);
             return Admit::Run(Box::new(Taken {
@@ -500,8 +539,8 @@ impl Queue<'_> {
         let fresh = measured.filter(|m| s.last_admission.is_none_or(|t| m.since >= t + SETTLE));
         let load = Load {
             in_flight: s.in_flight,
-            idle_cores: fresh.map(|m| m.idle_cores),
-            demand: fresh.and_then(|m| m.demand),
+            idle_cores: fresh.map(|m| m.idle_cores - s.unseen_primaries(&m)),
+            demand: fresh.and_then(|m| m.demand.map(|d| d + s.unseen_primaries(&m))),
             renewing: measured
                 .filter(|_| worker.just_finished)
                 .and_then(|m| m.asked.or(m.demand)),
@@ -536,7 +575,7 @@ impl Queue<'_> {
         // manages to start, and only those.
         let sleeper = !s.extra_busy.is_empty() && (next_sleeps || job.expected_to_sleep());
         let role = if role_free && !sleeper {
-            s.primaries += 1;
+            s.take_primary();
             Role::Primary
         } else {
             if !sleeper && !renew {
@@ -579,12 +618,16 @@ impl Queue<'_> {
             s.primaries -= 1;
             // A waiting rerun takes the role rather than the oldest extra.
             if s.reruns.is_empty() && !again && promote_oldest(self.seats) {
-                s.primaries += 1;
+                s.take_primary(); // a frozen one thaws: its core is not in the last measurement
             }
         }
         if let Some(e) = worker.extra_slot(self) {
             s.extra_busy[e] = false;
-            worker.just_finished = true;
+            // Only an extra's slot goes on with the next sample (`Load::renewing`): a sample
+            // that ended primary left its core to the primary role, which the next queued
+            // sample takes; going on beside it too started a CPU-bound answer as an extra
+            // beside two busy primaries, where it was starved and frozen for seconds.
+            worker.just_finished = ended.is_some_and(|e| e.role == Role::Extra);
         }
         if again {
             let status = outcome.as_ref().map_or(Status::Fail, |o| o.status);

@@ -39,6 +39,9 @@ pub(crate) struct Pass {
     pub(crate) asked: Option<f64>,
     /// The samples' processes it read, and their threads runnable now.
     pub(crate) counted: Counted,
+    /// Primaries whose demand is not known yet (not attached, or measured once): starting,
+    /// they will want a core that neither the interval's idle nor `asked` shows taken.
+    pub(crate) unmeasured_primaries: usize,
 }
 
 /// The machine's idle cores at the last [`THAW_WINDOW`] intervals since the last freeze or
@@ -176,11 +179,13 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
     let mut views = Vec::new();
     let mut handles = Vec::new();
     let (mut running, mut attached) = (false, false);
+    let mut unmeasured_primaries = 0;
     for (slot, seat) in seats.iter().enumerate() {
         let mut r = seat.running.lock().unwrap();
         let Some(r) = r.as_mut() else { continue };
         running = true;
         let Some(sample) = r.sample.clone() else {
+            unmeasured_primaries += usize::from(r.role == Role::Primary);
             continue;
         };
         attached = true;
@@ -242,6 +247,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
             r.last = Some(now);
         }
         let n = r.recent.len();
+        unmeasured_primaries += usize::from(role == Role::Primary && n == 0);
         let sustained =
             !frozen && n >= 2 && r.recent.iter().skip(n - 2).all(|&x| x >= FREEZE_CPU_SHARE);
         views.push(View {
@@ -288,6 +294,7 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
     Pass {
         asked: (attached || !running).then_some(asked),
         counted,
+        unmeasured_primaries,
     }
 }
 
