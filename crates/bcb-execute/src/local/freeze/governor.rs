@@ -11,6 +11,9 @@ use crate::local::procfs::{clock_ticks_per_sec, Counted, ProcFiles};
 
 /// Intervals a core must have stayed free before a frozen sample is thawed.
 pub(super) const THAW_WINDOW: usize = 3;
+/// How long a primary not attached to its seat yet counts as starting (see
+/// [`Pass::unmeasured_primaries`]): a cold slot's first sample attaches within it.
+const STARTING: Duration = Duration::from_secs(1);
 /// Demand over the cores (in cores) tolerated before an extra is frozen, and by which a
 /// thaw may overshoot them: measurement noise of a 100-ms interval, not a share of a core
 /// worth taking from a primary sample.
@@ -39,8 +42,9 @@ pub(crate) struct Pass {
     pub(crate) asked: Option<f64>,
     /// The samples' processes it read, and their threads runnable now.
     pub(crate) counted: Counted,
-    /// Primaries whose demand is not known yet (not attached, or measured once): starting,
-    /// they will want a core that neither the interval's idle nor `asked` shows taken.
+    /// Primaries whose demand is not known yet (attached and measured once, or not attached
+    /// and started within [`STARTING`]): they will want a core that neither the interval's
+    /// idle nor `asked` shows taken.
     pub(crate) unmeasured_primaries: usize,
 }
 
@@ -185,7 +189,10 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
         let Some(r) = r.as_mut() else { continue };
         running = true;
         let Some(sample) = r.sample.clone() else {
-            unmeasured_primaries += usize::from(r.role == Role::Primary);
+            // Starting: its slot attaches it within moments where there are cgroups to
+            // measure; where there are none it never is, and its core shows in the idle.
+            let starting = r.started.elapsed() < STARTING;
+            unmeasured_primaries += usize::from(r.role == Role::Primary && starting);
             continue;
         };
         attached = true;
