@@ -228,8 +228,10 @@ struct IdleSample {
     /// What the running samples asked of the CPUs over the interval, in cores (`None`
     /// where samples run and none has a cgroup to measure).
     asked: Option<f64>,
-    /// Primaries the pass could not measure yet (see `freeze::Pass`).
+    /// Primaries the pass could not measure yet (see `freeze::Pass`), and when it began:
+    /// a primary started after that is not in it at all.
     unmeasured_primaries: usize,
+    passed: Instant,
 }
 
 struct Shared {
@@ -245,9 +247,9 @@ struct Shared {
     /// Samples held past [`RERUN_HELD_OVER`] that did not pass, waiting for a primary role
     /// to run again in: they go before the queue, and before an extra's promotion.
     reruns: VecDeque<Rerun>,
-    /// When primary roles were last taken (the last second's): a measurement of an interval
-    /// that began before a primary started shows that primary's core idle, so admission
-    /// counts each such start as a core taken (see [`Shared::unseen_primaries`]).
+    /// When primary roles were last taken (the last second's): a measurement whose pass
+    /// came before a primary started shows that primary's core idle, so admission counts
+    /// each such start as a core taken (see [`Shared::unseen_primaries`]).
     primary_starts: VecDeque<Instant>,
 }
 
@@ -266,15 +268,15 @@ impl Shared {
         self.primary_starts.push_back(now);
     }
 
-    /// Primaries whose core a measurement does not show taken: those started since its
-    /// interval began, and those it found still starting (not measured yet). Without this, an
+    /// Primaries whose core a measurement does not show taken: those its pass found still
+    /// starting (not measured yet), and those started after the pass. Without this, an
     /// extra started on the measurement of the moment two primaries were being forked computed
     /// beside them at the lowest weight, starved and frozen for seconds.
     fn unseen_primaries(&self, m: &IdleSample) -> f64 {
         let started = self
             .primary_starts
             .iter()
-            .filter(|t| **t >= m.since)
+            .filter(|t| **t >= m.passed)
             .count();
         (started + m.unmeasured_primaries) as f64
     }
@@ -463,6 +465,7 @@ impl Queue<'_> {
                 _ => None,
             };
             sampler.idle.push(idle_cores);
+            let passed = Instant::now();
             let Pass {
                 asked,
                 counted,
@@ -483,6 +486,7 @@ impl Queue<'_> {
                     demand,
                     asked,
                     unmeasured_primaries,
+                    passed,
                 });
             }
             last = now;
