@@ -414,7 +414,8 @@ pub fn tamper_refusal(dataset: &Dataset, job: &Job, policy: TamperPolicy) -> Opt
     if findings.is_empty() {
         return None;
     }
-    let text = bcb_sanitize::tamper::refusal_text(&findings);
+    let text =
+        bcb_execute::Marker::TamperRefused.text(&bcb_sanitize::tamper::findings_list(&findings));
     match policy {
         TamperPolicy::Refuse => Some(text),
         _ => {

@@ -2,42 +2,12 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use crate::e2b::{E2bBackend, E2bOptions};
-use crate::gradio::{GradioBackend, GradioOptions};
-use crate::remote::Chunked;
-use crate::{ExecConfig, ExecError, Executor, PoolExecutor, ProcessExecutor};
-
-/// How the local backend runs each sample.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LocalKind {
-    /// Pre-warmed interpreters that fork one sandboxed child per sample.
-    #[default]
-    Pool,
-    /// A fresh interpreter per sample (same sandbox).
-    Process,
-}
-
-impl FromStr for LocalKind {
-    type Err = anyhow::Error;
-    fn from_str(s: &str) -> anyhow::Result<Self> {
-        match s {
-            "pool" => Ok(LocalKind::Pool),
-            "process" => Ok(LocalKind::Process),
-            other => anyhow::bail!("unknown executor `{other}`: expected `pool` or `process`"),
-        }
-    }
-}
-
-impl fmt::Display for LocalKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LocalKind::Pool => "pool",
-            LocalKind::Process => "process",
-        })
-    }
-}
+use bcb_executor::{ExecConfig, ExecError, Executor, LocalKind};
+use bcb_pool::{PoolExecutor, ProcessExecutor};
+use bcb_remote::e2b::{E2bBackend, E2bOptions};
+use bcb_remote::gradio::{GradioBackend, GradioOptions};
+use bcb_remote::Chunked;
 
 /// The backend of a run: the only place that knows them all. A new backend is a folder
 /// beside `local/`, `gradio/` and `e2b/`, an arm here, and its flags.
@@ -86,9 +56,9 @@ impl ExecutorSpec {
     pub fn runtime(&self, python: Option<&Path>) -> anyhow::Result<Runtime> {
         Ok(match self {
             ExecutorSpec::Local(_) => {
-                let python = crate::local::env::resolve_python(python)?;
+                let python = bcb_sandbox::env::resolve_python(python)?;
                 Runtime {
-                    key: crate::local::env::runtime_key(&python),
+                    key: bcb_sandbox::env::runtime_key(&python),
                     python,
                 }
             }

@@ -1,63 +1,23 @@
-//! What an interrupt (Ctrl-C, SIGTERM, SIGHUP) does to running work. The binary catches the
-//! signal and calls [`request`]: every local sample is thawed and killed and every cgroup this
-//! process made is removed (a frozen sample takes no signal, so one left behind would stay
-//! frozen for good), and a remote run that ends itself cleanly (E2B kills its sandbox) sees
-//! [`requested`] and stops; the run's work folders go with it. A bcb killed by SIGKILL runs
-//! none of this: the next bcb's isolation probe sweeps what it left
-//! (`local::cgroups::sweep_stale_cgroups`, `local::workroot::sweep_stale`).
+//! Ending whatever this process runs on an interrupt (Ctrl-C, SIGTERM, SIGHUP): the flag and
+//! the remote runs' [`GracefulStop`] are the contract's (`bcb_executor::stop`); the local
+//! samples and their cgroups and work folders are the sandbox's, torn down here.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-static REQUESTED: AtomicBool = AtomicBool::new(false);
-/// Remote runs in progress that stop themselves once [`requested`] (see [`GracefulStop`]).
-static GRACEFUL: AtomicUsize = AtomicUsize::new(0);
-
-/// What the caller does after [`request`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AfterStop {
-    /// Nothing ends itself: exit now (every local sample is gone already).
-    Exit,
-    /// A remote run ends itself at its next message; a second interrupt should exit.
-    Wait,
-}
-
-/// Whether an interrupt was requested.
-pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
-}
+pub use bcb_executor::stop::{requested, AfterStop, GracefulStop};
 
 /// Stops everything this process runs: local samples are thawed, killed and their cgroups
 /// removed now; remote runs are told through [`requested`].
 pub fn request() -> AfterStop {
-    REQUESTED.store(true, Ordering::SeqCst);
-    crate::local::teardown();
-    if GRACEFUL.load(Ordering::SeqCst) == 0 {
+    bcb_executor::stop::mark_requested();
+    bcb_sandbox::teardown();
+    let after = bcb_executor::stop::after_stop();
+    if after == AfterStop::Exit {
         exiting();
-        AfterStop::Exit
-    } else {
-        AfterStop::Wait
     }
+    after
 }
 
 /// Removes what the process would on a normal end (its work folders): called just before
 /// `exit`, after which no destructor runs.
 pub fn exiting() {
-    crate::local::remove_work_roots();
-}
-
-/// Held by a remote run that ends itself once [`requested`]: while one is held, an interrupt
-/// waits for it instead of exiting at once.
-pub struct GracefulStop(());
-
-impl GracefulStop {
-    pub fn register() -> GracefulStop {
-        GRACEFUL.fetch_add(1, Ordering::SeqCst);
-        GracefulStop(())
-    }
-}
-
-impl Drop for GracefulStop {
-    fn drop(&mut self) {
-        GRACEFUL.fetch_sub(1, Ordering::SeqCst);
-    }
+    bcb_sandbox::remove_work_roots();
 }

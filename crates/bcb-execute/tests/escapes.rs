@@ -376,11 +376,8 @@ fn escape_7_forged_pass_is_flagged_by_the_tamper_scan() {
     for (name, code) in forgeries().into_iter().chain([fd_forgery()]) {
         let findings = bcb_sanitize::tamper::scan(&code);
         assert!(!findings.is_empty(), "not flagged: {name}");
-        let text = bcb_sanitize::tamper::refusal_text(&findings);
-        assert!(
-            text.starts_with("bcb: refused by the tamper scan: "),
-            "{text}"
-        );
+        let list = bcb_sanitize::tamper::findings_list(&findings);
+        assert!(!list.is_empty(), "{name}");
     }
 }
 

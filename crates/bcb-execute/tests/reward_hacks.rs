@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use bcb_execute::{HackClass, HackPolicy, Job, Outcome, Status, REWARD_HACK};
+use bcb_execute::{HackClass, HackPolicy, Job, Marker, Outcome, Status};
 use common::*;
 
 /// Contained by bcb without the watch: the harness ends the process with `os._exit` after
@@ -114,7 +114,7 @@ fn each_hack_passes_without_the_watch_and_is_caught_with_it() {
         let caught = d.status == Status::Fail
             && d.details
                 .module_error()
-                .is_some_and(|t| t.starts_with(REWARD_HACK));
+                .is_some_and(|t| matches!(Marker::read(t), Some((Marker::RewardHack, _))));
         match class.as_str() {
             "canonical" => {
                 if o.status != Status::Pass || d.status != Status::Pass || !d.flags.is_empty() {

@@ -1,25 +1,15 @@
 //! Why a sample failed: one enum, one function, used by every report, `compare` and `inspect`.
 //!
 //! Input is what result files hold: the status and `details` (failing test -> traceback;
-//! `ALL` -> the exception text when the module itself failed to run). bcb's executors put
-//! the `MARKER_*` texts below into `details["ALL"]`; tracebacks are read for the last
-//! exception's type, and searched for environment causes (no network, no NLTK data) that
-//! are not the model's fault.
+//! `ALL` -> the exception text when the module itself failed to run). bcb's own decisions
+//! start `details["ALL"]` with a [`Marker`]; tracebacks are read for the last exception's
+//! type, and searched for environment causes (no network, no NLTK data) that are not the
+//! model's fault.
 
-use bcb_execute::Remark;
+use bcb_executor::{Marker, Remark};
 use serde::Serialize;
 
 use crate::results::{Sample, Status};
-
-/// `details["ALL"]` prefix: the tamper scan refused to run the sample.
-pub const MARKER_TAMPER_REFUSED: &str = "bcb: refused by the tamper scan: ";
-/// `details["ALL"]` prefix: the sample forged its result; the integrity check caught it
-/// (the executor's own constant, so the two never drift apart).
-pub const MARKER_TAMPER_DETECTED: &str = bcb_execute::local::INTEGRITY_FAILED;
-/// `details["ALL"]` prefix: the run-time watch saw a reward hack (`--hack-policy fail`).
-pub const MARKER_REWARD_HACK: &str = bcb_execute::REWARD_HACK;
-/// `details["ALL"]` text: the sample was killed by the memory limit (status timeout or fail).
-pub const MARKER_MEMORY_LIMIT: &str = bcb_execute::local::MEMORY_LIMIT;
 
 /// A failure's cause. Variants in display order; `Env*` are the environment's fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -141,13 +131,13 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
 /// The executor's remark a result file's `details["ALL"]` marker stands for (result files
 /// carry no remark of their own; bcb's executors write these markers).
 pub fn remark_of_marker(all: &str) -> Option<Remark> {
-    if all.starts_with(MARKER_MEMORY_LIMIT) {
-        return Some(Remark::KilledByMemoryLimit);
+    match Marker::read(all)? {
+        (Marker::MemoryLimit, _) => Some(Remark::KilledByMemoryLimit),
+        (Marker::IntegrityFailed, problem) => Some(Remark::Integrity {
+            problem: problem.trim().to_string(),
+        }),
+        _ => None,
     }
-    all.strip_prefix(MARKER_TAMPER_DETECTED)
-        .map(|rest| Remark::Integrity {
-            problem: rest.trim_start_matches(':').trim().to_string(),
-        })
 }
 
 /// The failure class an executor's remark decides by itself, if any.
@@ -179,14 +169,13 @@ pub fn classify_with(
     }
     // bcb's own markers are exact: they win over everything else.
     if let Some(all) = all {
-        let marked = [
-            (MARKER_TAMPER_REFUSED, FailureClass::TamperingRefused),
-            (MARKER_REWARD_HACK, FailureClass::RewardHack),
-        ];
-        for (marker, class) in marked {
-            if all.starts_with(marker) {
-                return Some(failure(class, None, "ALL", all));
-            }
+        let class = match Marker::read(all) {
+            Some((Marker::TamperRefused, _)) => Some(FailureClass::TamperingRefused),
+            Some((Marker::RewardHack, _)) => Some(FailureClass::RewardHack),
+            _ => None,
+        };
+        if let Some(class) = class {
+            return Some(failure(class, None, "ALL", all));
         }
     }
     // An environment cause (no network, no NLTK data) in some test makes the verdict the
@@ -197,7 +186,7 @@ pub fn classify_with(
         .iter()
         .find_map(|(test, text)| environment_cause(text).map(|class| (class, test, text)));
     let model_exception = sample.details.iter().find_map(|(test, text)| {
-        if test == bcb_execute::ALL || environment_cause(text).is_some() {
+        if test == bcb_executor::ALL || environment_cause(text).is_some() {
             return None;
         }
         let (exc, msg) = last_exception(text)?;
@@ -459,17 +448,17 @@ mod tests {
     #[test]
     fn executor_remarks_decide_the_class_and_markers_read_back_as_remarks() {
         assert_eq!(
-            remark_of_marker(MARKER_MEMORY_LIMIT),
+            remark_of_marker(&Marker::MemoryLimit.text("")),
             Some(Remark::KilledByMemoryLimit)
         );
         assert!(matches!(
-            remark_of_marker(&format!("{MARKER_TAMPER_DETECTED}: forged")),
+            remark_of_marker(&Marker::IntegrityFailed.text("forged")),
             Some(Remark::Integrity { problem }) if problem == "forged"
         ));
         assert_eq!(remark_of_marker("NameError: x"), None);
         let sample = Sample {
             status: Status::Timeout,
-            details: bcb_execute::Details::new(),
+            details: bcb_executor::Details::new(),
             solution: String::new(),
             flaky: None,
         };

@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::Value;
 
 /// The verdict and details types of the execution contract: one definition for the workspace.
-pub use bcb_execute::{Details, Status};
+pub use bcb_executor::{Details, Status};
 
 /// One evaluated sample.
 #[derive(Debug, Clone, PartialEq)]

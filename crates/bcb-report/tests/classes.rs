@@ -9,10 +9,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use bcb_report::classify::{
-    classify, FailureClass, MARKER_MEMORY_LIMIT, MARKER_REWARD_HACK, MARKER_TAMPER_DETECTED,
-    MARKER_TAMPER_REFUSED,
-};
+use bcb_executor::Marker;
+use bcb_report::classify::{classify, FailureClass};
 use bcb_report::results::{RunResults, Sample, Status};
 use common::{here_file, real_samples, results_file, HERMES, PHI};
 
@@ -120,32 +118,30 @@ fn constructed_marker_samples_give_the_bcb_classes() {
         (
             marked(
                 Status::Fail,
-                &format!("{MARKER_TAMPER_REFUSED}writes to unittest internals"),
+                &Marker::TamperRefused.text("writes to unittest internals"),
             ),
             FailureClass::TamperingRefused,
         ),
         (
             marked(
                 Status::Fail,
-                &format!("{MARKER_TAMPER_DETECTED}result nonce mismatch"),
+                &Marker::IntegrityFailed.text("result nonce mismatch"),
             ),
             FailureClass::TamperingDetected,
         ),
         (
             marked(
                 Status::Fail,
-                &format!(
-                    "{MARKER_REWARD_HACK}: equality: Agree.__eq__ agrees with anything (line 5)"
-                ),
+                &Marker::RewardHack.text("equality: Agree.__eq__ agrees with anything (line 5)"),
             ),
             FailureClass::RewardHack,
         ),
         (
-            marked(Status::Timeout, MARKER_MEMORY_LIMIT),
+            marked(Status::Timeout, &Marker::MemoryLimit.text("")),
             FailureClass::MemoryLimit,
         ),
         (
-            marked(Status::Fail, MARKER_MEMORY_LIMIT),
+            marked(Status::Fail, &Marker::MemoryLimit.text("")),
             FailureClass::MemoryLimit,
         ),
     ];
@@ -153,7 +149,7 @@ fn constructed_marker_samples_give_the_bcb_classes() {
         assert_eq!(classify(&sample, false).unwrap().class, want);
     }
     // Tampering stays the model's fault on a task whose ground truth fails.
-    let s = marked(Status::Fail, &format!("{MARKER_TAMPER_REFUSED}x"));
+    let s = marked(Status::Fail, &Marker::TamperRefused.text("x"));
     assert_eq!(
         classify(&s, true).unwrap().class,
         FailureClass::TamperingRefused

@@ -148,9 +148,9 @@ impl Sink for ProgressSink {
                     _ => {}
                 }
                 match outcome.status {
-                    bcb_execute::Status::Pass => c.passed += 1,
-                    bcb_execute::Status::Fail => c.failed += 1,
-                    bcb_execute::Status::Timeout => c.timeouts += 1,
+                    bcb_executor::Status::Pass => c.passed += 1,
+                    bcb_executor::Status::Fail => c.failed += 1,
+                    bcb_executor::Status::Timeout => c.timeouts += 1,
                 }
                 // The cost line counts real executions only.
                 if *origin == Origin::Executed {

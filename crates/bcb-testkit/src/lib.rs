@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use bcb_execute::{
+use bcb_executor::{
     Details, ExecError, Executor, Job, JobId, JobSource, OnDone, OnServed, Outcome, Peek, Status,
 };
 

@@ -7,10 +7,10 @@
 //! tree-sitter syntax tree (a sample that does not parse is left to the executor).
 //!
 //! ```
-//! use bcb_sanitize::tamper::{refusal_text, scan};
+//! use bcb_sanitize::tamper::{findings_list, scan};
 //! let f = scan("import sys\ndef task_func():\n    return sys._getframe(1).f_locals\n");
 //! assert_eq!(f[0].rule, "frame-introspection");
-//! assert!(refusal_text(&f).starts_with("bcb: refused by the tamper scan: frame-introspection (line 3)"));
+//! assert_eq!(findings_list(&f), "frame-introspection (line 3)");
 //! assert!(scan("import math\ndef task_func(x):\n    return math.sqrt(x)\n").is_empty());
 //! ```
 
@@ -136,13 +136,14 @@ impl FromStr for TamperPolicy {
     }
 }
 
-/// The `details["ALL"]` text of a refused sample; reports classify on its prefix.
-pub fn refusal_text(findings: &[TamperFinding]) -> String {
+/// The findings of a refused sample, as its details text lists them after the refusal's
+/// marker (`bcb_executor::Marker::TamperRefused`).
+pub fn findings_list(findings: &[TamperFinding]) -> String {
     let list: Vec<String> = findings
         .iter()
         .map(|f| format!("{} (line {})", f.rule, f.line))
         .collect();
-    format!("bcb: refused by the tamper scan: {}", list.join(", "))
+    list.join(", ")
 }
 
 /// Scans a program; `ctypes` is flagged. See [`scan_for_task`] for tasks about ctypes.
@@ -701,11 +702,11 @@ mod tests {
     }
 
     #[test]
-    fn refusal_text_lists_rules_and_lines() {
+    fn findings_list_names_rules_and_lines() {
         let f = scan("import gc, sys\ngc.get_objects()\nsys._getframe()\n");
         assert_eq!(
-            refusal_text(&f),
-            "bcb: refused by the tamper scan: gc-introspection (line 2), frame-introspection (line 3)"
+            findings_list(&f),
+            "gc-introspection (line 2), frame-introspection (line 3)"
         );
     }
 }
