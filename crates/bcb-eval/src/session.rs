@@ -125,7 +125,7 @@ impl<'a> Session<'a> {
             version: &self.dataset.version,
             executor: self.executor.name(),
             parallel: request.parallel,
-            protections: &self.executor.protections(),
+            protections: &self.executor.describe(),
         })?;
         // A shard keeps its ground truth in its own journal, next to its samples' verdicts.
         let shard_cache = request.shard.as_ref().map(|s| GtCache {

@@ -76,7 +76,7 @@ fn main() -> anyhow::Result<()> {
     };
     let start = Instant::now();
     let exec = executor_for(kind, cfg)?;
-    for p in exec.protections() {
+    for p in exec.describe() {
         eprintln!("protection: {p}");
     }
     let n = jobs.len();

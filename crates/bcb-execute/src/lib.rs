@@ -47,8 +47,3 @@ pub fn executor_with(
 pub fn sandbox_key(cfg: &ExecConfig) -> String {
     host_isolation().cache_key(cfg)
 }
-
-/// The protections samples would get on this host with `cfg`, one line each.
-pub fn probe_protections(cfg: &ExecConfig) -> Vec<String> {
-    host_isolation().describe(cfg)
-}

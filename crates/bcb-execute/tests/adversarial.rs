@@ -171,7 +171,7 @@ fn adversarial(kind: &str, iso: Isolation, label: &str) {
     let cfg = config(py, 2);
     let grace = cfg.limits.kill_grace.as_secs_f64();
     let exec = executor_with(kind, cfg, iso).expect("executor");
-    eprintln!("{label}: {:?}", exec.protections());
+    eprintln!("{label}: {:?}", exec.describe());
     let out = run_on(exec.as_ref(), jobs);
     drop(exec);
     let mut problems = Vec::new();

@@ -82,8 +82,9 @@ pub trait Executor: Send + Sync {
         true
     }
 
-    /// The protections in force (namespaces, cgroups, rlimits...), for `env check` and logs.
-    fn protections(&self) -> Vec<String> {
+    /// What runs the samples, a line each, for the run's header and logs: the sandbox's
+    /// protections in force, or where a remote backend sends the jobs.
+    fn describe(&self) -> Vec<String> {
         Vec::new()
     }
 }

@@ -14,10 +14,10 @@ use crate::schedule::run_queue;
 use crate::slot::{Slot, SlotSpec};
 use crate::targets::STAGES;
 use crate::zygote::Zygote;
-use bcb_executor::intake::{run_via_serve, JobSource, OnServed};
-use bcb_executor::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome, Remark};
+use bcb_executor::intake::{JobSource, OnServed};
+use bcb_executor::{ExecConfig, ExecError, Job, Outcome, Remark};
 use bcb_sandbox::cgroups::SlotCgroups;
-use bcb_sandbox::isolation::{host_isolation, Isolation};
+use bcb_sandbox::isolation::Isolation;
 use bcb_sandbox::launch::{LIGHT_PRELOAD, PRELOAD};
 use bcb_sandbox::verdict_rules::{read_job_result, slot_failure, Reading};
 
@@ -72,10 +72,6 @@ impl WarmGate {
 }
 
 impl PoolExecutor {
-    pub fn new(cfg: ExecConfig) -> Result<Self> {
-        Self::with_isolation(cfg, host_isolation())
-    }
-
     /// With an explicit isolation level (e.g. [`Isolation::degraded`]).
     pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(PoolExecutor {
@@ -337,32 +333,14 @@ impl PoolExecutor {
     }
 }
 
-impl Executor for PoolExecutor {
-    fn name(&self) -> &'static str {
-        "pool"
-    }
-
-    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
-        let n = jobs.len();
-        run_via_serve(jobs, done, |source, done| {
-            self.serve_upto(source, Some(n), done)
-        })
-    }
-
-    /// Slots stay warm for as long as `source` stays open.
-    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
-        self.serve_upto(source, None, done)
-    }
-
+local_executor! {
+    PoolExecutor,
+    "pool",
     fn warm_every_worker(&self) {
         self.warm_every.store(true, Ordering::Relaxed);
     }
 
     fn wait_warm(&self, within: Duration) -> bool {
         !self.warm_every.load(Ordering::Relaxed) || self.warming.wait(within)
-    }
-
-    fn protections(&self) -> Vec<String> {
-        self.base.iso.describe(&self.base.cfg)
     }
 }

@@ -10,10 +10,10 @@ use anyhow::{bail, Context, Result};
 use crate::freeze::Seat;
 use crate::schedule::{default_max_in_flight, run_queue, Admission};
 use crate::slot::{Slot, SlotSpec};
-use bcb_executor::intake::{run_via_serve, JobSource, OnServed};
-use bcb_executor::{ExecConfig, ExecError, Executor, Job, OnDone, Outcome};
+use bcb_executor::intake::{JobSource, OnServed};
+use bcb_executor::{ExecConfig, ExecError, Job, Outcome};
 use bcb_sandbox::cgroups::SlotCgroups;
-use bcb_sandbox::isolation::{host_isolation, Isolation};
+use bcb_sandbox::isolation::Isolation;
 use bcb_sandbox::launch::{sample_env, write_harness};
 use bcb_sandbox::verdict_rules::{read_job_result, slot_failure, Reading};
 use bcb_sandbox::workroot::WorkRoot;
@@ -64,7 +64,7 @@ impl Base {
         }
         static ANNOUNCED: std::sync::Once = std::sync::Once::new();
         ANNOUNCED.call_once(|| {
-            tracing::info!("sample isolation: {}", iso.describe(&cfg).join("; "));
+            tracing::info!("sample isolation: {}", iso.in_force(&cfg).join("; "));
         });
         let env = sample_env(&cfg.python, &mpl);
         warm_matplotlib_cache(&cfg.python, &env, &mpl)?;
@@ -187,19 +187,13 @@ pub struct ProcessExecutor {
 }
 
 impl ProcessExecutor {
-    pub fn new(cfg: ExecConfig) -> Result<Self> {
-        Self::with_isolation(cfg, host_isolation())
-    }
-
     /// With an explicit isolation level (e.g. [`Isolation::degraded`]).
     pub fn with_isolation(cfg: ExecConfig, iso: Isolation) -> Result<Self> {
         Ok(ProcessExecutor {
             base: Base::new(cfg, iso)?,
         })
     }
-}
 
-impl ProcessExecutor {
     fn serve_upto(
         &self,
         source: &dyn JobSource,
@@ -225,26 +219,7 @@ impl ProcessExecutor {
     }
 }
 
-impl Executor for ProcessExecutor {
-    fn name(&self) -> &'static str {
-        "process"
-    }
-
-    fn run(&self, jobs: Vec<Job>, done: &OnDone) -> Result<(), ExecError> {
-        let n = jobs.len();
-        run_via_serve(jobs, done, |source, done| {
-            self.serve_upto(source, Some(n), done)
-        })
-    }
-
-    fn serve(&self, source: &dyn JobSource, done: &OnServed) -> Result<(), ExecError> {
-        self.serve_upto(source, None, done)
-    }
-
-    fn protections(&self) -> Vec<String> {
-        self.base.iso.describe(&self.base.cfg)
-    }
-}
+local_executor!(ProcessExecutor, "process",);
 
 /// A worker that could not be set up (work directory, cgroups): no job can run there.
 pub(crate) fn setup_failure(e: &anyhow::Error) -> Result<Outcome, ExecError> {

@@ -94,7 +94,7 @@ impl<B: RemoteBackend> Executor for Chunked<B> {
         Ok(())
     }
 
-    fn protections(&self) -> Vec<String> {
+    fn describe(&self) -> Vec<String> {
         let mut d = self.backend.describe();
         d.push(format!("chunks of {} job(s)", self.chunk));
         d

@@ -7,83 +7,6 @@ use serde::Serialize;
 use crate::isolation::{landlock_abi, Isolation};
 use bcb_executor::ExecConfig;
 
-impl Isolation {
-    /// Human-readable list of what is in force, for `bcb env check` and logs.
-    pub fn describe(&self, cfg: &ExecConfig) -> Vec<String> {
-        let l = &cfg.limits;
-        let mut out = Vec::new();
-        if self.userns {
-            out.push("user namespace (unprivileged host: root only inside the sandbox)".into());
-        }
-        if self.clone().for_python(&cfg.python).uid_switch {
-            out.push("sample runs as uid/gid 65534 (never host root)".into());
-        }
-        if self.pidns {
-            out.push("PID namespace per sample (leftover processes die with it)".into());
-        }
-        if self.mountns {
-            out.push(
-                "mount namespace: allow-listed read-only root (no homes, /run, output), masked /proc, minimal /dev, private tmpfs on /tmp and /dev/shm (cwd, HOME)"
-                    .into(),
-            );
-        }
-        if self.netns {
-            out.push("network namespace: loopback only".into());
-        }
-        if self.ipcns || self.utsns {
-            out.push("IPC and UTS namespaces".into());
-        }
-        match (&self.cgroup_memory, l.memory_mb) {
-            (Some(_), mb) if mb > 0 => out.push(format!("memory cgroup: {mb} MB per sample")),
-            _ => {}
-        }
-        match (&self.cgroup_pids, l.max_processes) {
-            (Some(_), n) if n > 0 => out.push(format!("pids cgroup: {n} processes per sample")),
-            (None, n) if n > 0 && self.nproc_rlimit => {
-                out.push(format!("RLIMIT_NPROC {n} (no pids cgroup)"))
-            }
-            _ => {}
-        }
-        if self.landlock {
-            out.push(format!(
-                "Landlock ABI {}: writes only in the sample's dir (and /dev, /dev/shm){}",
-                landlock_abi(),
-                if landlock_abi() >= 6 {
-                    "; signals and abstract sockets scoped to the sample"
-                } else {
-                    ""
-                }
-            ));
-        }
-        if self.seccomp_net {
-            out.push("seccomp: no network sockets (AF_UNIX only)".into());
-        }
-        if self.cgroup_memory.is_none() && l.memory_mb > 0 {
-            out.push(format!(
-                "RLIMIT_AS {} MB as memory cap (no memory cgroup)",
-                l.memory_mb
-            ));
-        }
-        if self.dropcaps {
-            out.push("all capabilities dropped".into());
-        }
-        out.push("no_new_privs".into());
-        if l.max_as_mb > 0 && l.max_data_mb > 0 && l.max_stack_mb > 0 {
-            out.push(format!(
-                "rlimits AS {} MB, DATA {} MB, STACK {} MB (as upstream)",
-                l.max_as_mb, l.max_data_mb, l.max_stack_mb
-            ));
-        }
-        out.push("own session + subreaper: every leftover process killed after the sample".into());
-        out.push("environment allow-list (no parent secrets)".into());
-        out.push(format!(
-            "output swallowed, at most {} bytes kept",
-            l.output_cap_bytes
-        ));
-        out
-    }
-}
-
 /// A protection of the sandbox, by kind: what the verdict cache's key is made of (never the
 /// wording of its description, which may change freely).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash)]
@@ -210,6 +133,14 @@ pub struct Protection {
     pub detail: String,
 }
 
+/// `PID namespace per sample (leftover processes die with it; ...)`: the run's header and
+/// log line list the protections in force this way.
+impl std::fmt::Display for Protection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.kind.name(), self.detail)
+    }
+}
+
 fn kind_name<S: serde::Serializer>(kind: &ProtectionKind, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(kind.name())
 }
@@ -226,6 +157,15 @@ impl Isolation {
             .map(|p| p.kind.slug())
             .collect();
         format!("sandbox-v1:{}", active.join(","))
+    }
+
+    /// The protections in force, as the run's header lists them.
+    pub fn in_force(&self, cfg: &ExecConfig) -> Vec<String> {
+        self.protections(cfg)
+            .iter()
+            .filter(|p| p.active)
+            .map(ToString::to_string)
+            .collect()
     }
 
     /// Every protection, active or not, with the fallback named (`bcb env check`).
@@ -326,26 +266,24 @@ impl Isolation {
                 },
             ),
         ];
-        let mem = iso.cgroup_memory.is_some() && l.memory_mb > 0;
-        out.push(Protection {
-            kind: ProtectionKind::MemoryCgroup,
-            active: mem,
-            detail: if mem {
-                format!("{} MB per sample", l.memory_mb)
-            } else {
-                format!("fallback: RLIMIT_AS {} MB", l.memory_mb)
-            },
-        });
-        let pids = iso.cgroup_pids.is_some() && l.max_processes > 0;
-        out.push(Protection {
-            kind: ProtectionKind::PidsCgroup,
-            active: pids,
-            detail: if pids {
-                format!("{} processes per sample", l.max_processes)
-            } else {
-                format!("fallback: RLIMIT_NPROC {}", l.max_processes)
-            },
-        });
+        // A cgroup limit in force, or the rlimit that stands in for it.
+        let limit = |kind, active: bool, in_force: String, fallback: String| Protection {
+            kind,
+            active,
+            detail: if active { in_force } else { fallback },
+        };
+        out.push(limit(
+            ProtectionKind::MemoryCgroup,
+            iso.cgroup_memory.is_some() && l.memory_mb > 0,
+            format!("{} MB per sample", l.memory_mb),
+            format!("fallback: RLIMIT_AS {} MB", l.memory_mb),
+        ));
+        out.push(limit(
+            ProtectionKind::PidsCgroup,
+            iso.cgroup_pids.is_some() && l.max_processes > 0,
+            format!("{} processes per sample", l.max_processes),
+            format!("fallback: RLIMIT_NPROC {}", l.max_processes),
+        ));
         out.push(p(
             ProtectionKind::CapabilitiesDropped,
             iso.dropcaps || !root,

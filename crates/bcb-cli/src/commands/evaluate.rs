@@ -11,7 +11,6 @@ use bcb_eval::samples_journal_key;
 use bcb_eval::Reuse;
 use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
-    VerdictCache,
 };
 use bcb_execute::ExecConfig;
 use bcb_samples::JournalLock;
@@ -199,15 +198,9 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot start the {spec} executor"))?;
     // Protections in force are part of the cache key: a sandbox that allows more may give
     // another verdict. A remote backend's verdicts never enter it.
-    let verdict_cache =
-        (!args.no_cache && spec.caches_verdicts() && !samples.is_empty()).then(|| {
-            VerdictCache::open(
-                &bcb_dataset::cache_dir(),
-                &settings,
-                &sandbox_key,
-                args.cache_max_mb.saturating_mul(1024 * 1024),
-            )
-        });
+    let verdict_cache = (spec.caches_verdicts() && !samples.is_empty())
+        .then(|| args.reuse.verdict_cache(&settings, &sandbox_key))
+        .flatten();
     let mut sinks: Vec<Box<dyn bcb_eval::Sink>> = bcb_sinks::standard(StandardSinks {
         gt_cache: (args.gt_mode() != GtMode::Skip).then_some(&gt_cache),
         samples: samples
@@ -241,7 +234,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         })
         .with_rerun_failures(args.rerun_failures)
         .with_reuse(Reuse {
-            dedup: !args.no_dedup,
+            dedup: !args.reuse.no_dedup,
             cache: verdict_cache.as_ref(),
         })
         .run(&gt_cache, &request)?;

@@ -114,16 +114,8 @@ pub struct Args {
     /// Evaluate again even if the results file exists (the old one is kept as .bak).
     #[arg(long)]
     pub force: bool,
-    /// Execute every sample, even one whose task and program another sample has already
-    /// (by default such duplicates run once and share the verdict).
-    #[arg(long)]
-    pub no_dedup: bool,
-    /// Neither use nor fill the verdict cache of earlier runs (`bcb cache stats`).
-    #[arg(long)]
-    pub no_cache: bool,
-    /// Size bound of the verdict cache in MB; the least recently used runs' verdicts go first.
-    #[arg(long, default_value_t = bcb_eval::verdict_cache::DEFAULT_MAX_MB)]
-    pub cache_max_mb: u64,
+    #[command(flatten)]
+    pub reuse: super::reuse_flags::ReuseArgs,
     /// Python interpreter of the evaluation environment.
     #[arg(long, env = EnvVars::BCB_PYTHON)]
     pub python: Option<PathBuf>,

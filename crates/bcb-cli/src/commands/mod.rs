@@ -14,6 +14,7 @@ pub mod min_isolation;
 pub mod plan;
 pub mod remote;
 pub mod report;
+pub mod reuse_flags;
 pub mod samples_files;
 pub mod sanitize;
 pub mod serve;

@@ -64,16 +64,8 @@ pub struct Args {
     /// (no watch).
     #[arg(long, default_value = "fail")]
     pub hack_policy: bcb_execute::HackPolicy,
-    /// Run every sample, even one whose task and program another sample of any request has
-    /// (in flight or finished earlier): no dedup.
-    #[arg(long)]
-    pub no_dedup: bool,
-    /// Neither use nor fill the verdict cache.
-    #[arg(long)]
-    pub no_cache: bool,
-    /// Size bound of the verdict cache in MB.
-    #[arg(long, default_value_t = bcb_eval::verdict_cache::DEFAULT_MAX_MB)]
-    pub cache_max_mb: u64,
+    #[command(flatten)]
+    pub reuse: super::reuse_flags::ReuseArgs,
     /// Samples admitted and not yet answered, over all requests; past it requests get 429.
     #[arg(long, default_value_t = 4096)]
     pub queue_limit: usize,
@@ -227,14 +219,10 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
             .with_context(|| format!("cannot start the {spec} executor"))?,
     );
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
-    let cache = (!args.no_cache).then(|| {
-        Arc::new(VerdictCache::open(
-            &bcb_dataset::cache_dir(),
-            &settings,
-            &sandbox_key,
-            args.cache_max_mb.saturating_mul(1024 * 1024),
-        ))
-    });
+    let cache = args
+        .reuse
+        .verdict_cache(&settings, &sandbox_key)
+        .map(Arc::new);
     let mut sinks: Vec<Box<dyn bcb_eval::Sink + Send>> = vec![
         Box::new(JournalSink::new(
             &gt_cache.path,
@@ -265,7 +253,7 @@ fn start_session(args: &Args, state: &AppState) -> anyhow::Result<bcb_serve::war
                 retries: args.exec_retries,
                 ..Default::default()
             },
-            dedup: !args.no_dedup,
+            dedup: !args.reuse.no_dedup,
             cache,
             // Half the workers (none of one): the other half keeps answering the cheap
             // samples (and so the clients sending), the costly half starts the minute-long
