@@ -16,6 +16,8 @@
 # slot warm-ups, supervisors, bcb itself) with the floor no schedule can beat,
 #   reachable floor = max(longest job wall, process tree CPU / cores).
 # (For the overhead of an older checkout side by side use bench/execute.sh BASELINE_SRC=.)
+# Its journal of a full run (current.journal.jsonl in its output folder) is what bench/gt-priors.sh
+# regenerates the shipped ground-truth timings (crates/bcb-eval/priors/gt-secs.tsv) from.
 #
 # usage: bench/gt-floors.sh [full|hard] [parallel]
 # env:   BASELINE_BCB=path/to/older/bcb (optional), BCB_PYTHON, BCB_DATASET_DIR, BENCH_OUT,
