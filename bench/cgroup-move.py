@@ -3,7 +3,7 @@
 apart, as each sample's move into its slot's cgroups does: the wall of one write of
 `cgroup.procs` per v1 hierarchy (cpu, memory, freezer, pids), 30 moves each, with a pause
 between rounds. `favor` first mounts a controller-less named hierarchy with `favordynmods` for
-a moment, as bcb does at start (crates/bcb-execute/src/local/move_lock.rs); on Linux 6.18+
+a moment, as bcb does at start (crates/bcb-sandbox/src/move_lock.rs); on Linux 6.18+
 that mode lasts until reboot, so run it without `favor` first on a fresh boot to see both.
 
 usage (root, cgroup v1): bench/cgroup-move.py [pause ms, default 50] [favor]

@@ -1,5 +1,5 @@
 """What the kernel charges for one forked copy of a warm slot: the pool's preloads imported
-(crates/bcb-execute/src/local/launch.rs, PRELOAD), then N forks whose child exits at once.
+(crates/bcb-sandbox/src/launch.rs, PRELOAD), then N forks whose child exits at once.
 Prints the CPU per fork in the parent and per child, its exit included, and the wall per fork.
 
 Options (any order after N):

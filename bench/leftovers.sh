@@ -97,7 +97,7 @@ for i in $(seq "$repeats"); do
         dir=$out/$name-$i-batch
         mkdir -p "$dir"
         cp "$out/batch.jsonl" "$dir/s.jsonl"
-        BCB_LOG=bcb_execute=debug BIGCODEBENCH_TIMEOUT_PER_TASK=4 "$bin" evaluate --dataset "$out/work-task.jsonl" \
+        BCB_LOG=bcb_execute=debug,bcb_pool=debug BIGCODEBENCH_TIMEOUT_PER_TASK=4 "$bin" evaluate --dataset "$out/work-task.jsonl" \
             --split complete --subset full --no-gt --no-cache --parallel 2 --tamper-policy off \
             --samples "$dir/s.jsonl" >"$dir/out" 2>"$dir/err" || true
         python3 - "$dir/err" "$out/batch-names.json" "run $i $name" <<'PY'
