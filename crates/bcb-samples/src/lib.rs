@@ -4,13 +4,13 @@
 //! `{task_id, solution}` / `{task_id, completion}` rows, or a directory
 //! `{dir}/{task_id with / -> _}/{k}.py`. Every error names the file and line.
 
-mod journal;
+mod appender;
 mod lock;
 mod naming;
 mod read;
 mod write;
 
-pub use journal::JsonlAppender;
+pub use appender::JsonlAppender;
 pub use lock::{no_file_locks, JournalLock, LockError};
 pub use naming::{
     eval_results_path, existing_pass_at_k, generated_name, is_samples_file_name, labels,

@@ -4,21 +4,21 @@
 //! Order matters where one sink relies on another's work: [`standard`] attaches them so that
 //! the result files are written before the journal that backs them is dropped.
 
+mod cache_writer;
 mod console;
 mod files;
 mod gt_summary;
-mod journal;
+mod journal_writer;
 mod progress;
-mod verdict_cache;
 
 use std::path::Path;
 
+pub use cache_writer::VerdictCacheSink;
 pub use console::ConsoleSummary;
 pub use files::{backup, EvalResultsFile, PassAtKFile};
 pub use gt_summary::GtSummaryFile;
-pub use journal::JournalSink;
+pub use journal_writer::JournalSink;
 pub use progress::{ProgressMode, ProgressSink};
-pub use verdict_cache::VerdictCacheSink;
 
 use bcb_eval::journal::rerun_journal_path;
 use bcb_eval::journal::{samples_journal_path, JournalHeader};
