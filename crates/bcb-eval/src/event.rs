@@ -48,12 +48,30 @@ impl Origin {
     }
 }
 
+/// What a run checks, as its first line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAction {
+    /// Samples (after their ground truth).
+    Evaluating,
+    /// The ground truth alone (`--check-gt-only`).
+    Checking,
+}
+
+impl std::fmt::Display for RunAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunAction::Evaluating => "evaluating",
+            RunAction::Checking => "checking",
+        })
+    }
+}
+
 #[derive(Debug)]
 pub enum Event<'a> {
     /// A run begins.
     RunStarted {
-        /// What is checked: `evaluating` samples or `checking` the ground truth.
-        action: &'static str,
+        /// What is checked: samples, or the ground truth alone.
+        action: RunAction,
         tasks: usize,
         subset: &'a str,
         version: &'a str,

@@ -52,7 +52,7 @@ mod warm;
 
 pub use assembly::{assemble, build_report, SampleRun};
 pub use error::SessionError;
-pub use event::{Event, Origin, Phase, RunReport, Sink};
+pub use event::{Event, Origin, Phase, RunAction, RunReport, Sink};
 pub use ground_truth::{failure_summary, GroundTruth, GtCache};
 pub use limits::DEFAULT_BASE_TIMEOUT;
 pub use phases::GtMode;

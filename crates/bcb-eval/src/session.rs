@@ -17,7 +17,7 @@ use crate::assembly::{assemble, build_report, SampleRun};
 use crate::dedup::Member;
 use crate::engine::Engine;
 use crate::error::SessionError;
-use crate::event::{Event, Origin, Phase, RunReport, Sink};
+use crate::event::{Event, Origin, Phase, RunAction, RunReport, Sink};
 use crate::ground_truth::{GroundTruth, GtCache};
 use crate::journal::{read_journal, samples_journal_path};
 use crate::phases::{member_origin, Emit, GtMode, OriginCounts, Phases};
@@ -116,9 +116,9 @@ impl<'a> Session<'a> {
     pub fn run(&self, cache: &GtCache, request: &Request) -> Result<Vec<RunReport>, SessionError> {
         self.emit(&Event::RunStarted {
             action: if !request.samples.is_empty() {
-                "evaluating"
+                RunAction::Evaluating
             } else {
-                "checking"
+                RunAction::Checking
             },
             tasks: self.dataset.len(),
             subset: self.dataset.subset.as_str(),

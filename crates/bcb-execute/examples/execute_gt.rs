@@ -10,11 +10,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bcb_dataset::{DatasetSpec, Subset};
-use bcb_execute::{executor_for, ExecConfig, Job, JobId, Limits, Program};
+use bcb_execute::{executor_for, ExecConfig, Job, JobId, Limits, LocalKind, Program};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let kind = args.first().map(String::as_str).unwrap_or("pool");
+    let kind: LocalKind = args.first().map_or(Ok(LocalKind::Pool), |k| k.parse())?;
     let subset: Subset = args
         .get(1)
         .map(|s| s.parse().map_err(anyhow::Error::msg))
@@ -126,7 +126,7 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or(f64::NAN);
     let (self_cpu, child_cpu) = cpu_times();
     let summary = serde_json::json!({
-        "executor": kind, "tasks": n, "pass": pass, "wall_secs": wall,
+        "executor": kind.to_string(), "tasks": n, "pass": pass, "wall_secs": wall,
         "cpu_secs_self": self_cpu, "cpu_secs_children": child_cpu,
         "samples_per_sec": n as f64 / wall, "sum_test_secs": sum_tests,
         "longest_test_secs": longest, "floor_secs": floor,

@@ -25,19 +25,18 @@ pub mod local {
     pub use bcb_sandbox::env;
 }
 
-/// Builds the local executor named `kind` (`pool` or `process`).
-pub fn executor_for(kind: &str, cfg: ExecConfig) -> anyhow::Result<Box<dyn Executor>> {
-    let kind: LocalKind = kind.parse()?;
+/// Builds the local executor of `kind`.
+pub fn executor_for(kind: LocalKind, cfg: ExecConfig) -> anyhow::Result<Box<dyn Executor>> {
     ExecutorSpec::Local(kind).build(cfg)
 }
 
 /// Like [`executor_for`] with an explicit isolation level.
 pub fn executor_with(
-    kind: &str,
+    kind: LocalKind,
     cfg: ExecConfig,
     iso: Isolation,
 ) -> anyhow::Result<Box<dyn Executor>> {
-    Ok(match kind.parse::<LocalKind>()? {
+    Ok(match kind {
         LocalKind::Process => Box::new(ProcessExecutor::with_isolation(cfg, iso)?),
         LocalKind::Pool => Box::new(PoolExecutor::with_isolation(cfg, iso)?),
     })

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
 
+use bcb_execute::LocalKind;
 use bcb_execute::{executor_with, host_isolation, landlock_abi, Isolation, Job, Status};
 use common::*;
 
@@ -152,14 +153,18 @@ fn leftovers(token: &str) -> Vec<String> {
     found
 }
 
-fn adversarial(kind: &str, iso: Isolation, label: &str) {
+fn adversarial(kind: LocalKind, iso: Isolation, label: &str) {
     let Some(py) = python() else { return };
     set_secret();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    let token = format!("bcbadv{}{}", &kind[..2], std::process::id() % 100000);
+    let token = format!(
+        "bcbadv{}{}",
+        &kind.to_string()[..2],
+        std::process::id() % 100000
+    );
     // Killing arbitrary same-uid pids is only contained by a PID namespace or Landlock scopes.
     let kill_safe = iso.pidns || (iso.landlock && landlock_abi() >= 6);
     let all = cases(&token, port, &home, kill_safe);
@@ -224,22 +229,22 @@ fn adversarial(kind: &str, iso: Isolation, label: &str) {
 
 #[test]
 fn adversarial_process_full_isolation() {
-    adversarial("process", host_isolation(), "host");
+    adversarial(LocalKind::Process, host_isolation(), "host");
 }
 
 #[test]
 fn adversarial_pool_full_isolation() {
-    adversarial("pool", host_isolation(), "host");
+    adversarial(LocalKind::Pool, host_isolation(), "host");
 }
 
 #[test]
 fn adversarial_process_degraded_landlock_seccomp() {
-    adversarial("process", Isolation::degraded(), "degraded");
+    adversarial(LocalKind::Process, Isolation::degraded(), "degraded");
 }
 
 #[test]
 fn adversarial_pool_degraded_landlock_seccomp() {
-    adversarial("pool", Isolation::degraded(), "degraded");
+    adversarial(LocalKind::Pool, Isolation::degraded(), "degraded");
 }
 
 /// As root: runs the suite again as the unprivileged user `nobody` (re-executing this test
@@ -249,8 +254,8 @@ fn adversarial_pool_degraded_landlock_seccomp() {
 #[test]
 fn adversarial_unprivileged_user() {
     if std::env::var_os("BCB_ADV_INNER").is_some() {
-        adversarial("pool", host_isolation(), "unprivileged");
-        adversarial("process", host_isolation(), "unprivileged");
+        adversarial(LocalKind::Pool, host_isolation(), "unprivileged");
+        adversarial(LocalKind::Process, host_isolation(), "unprivileged");
         return;
     }
     if unsafe { libc::geteuid() } != 0 {

@@ -15,6 +15,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
+use bcb_execute::LocalKind;
 use bcb_execute::{
     executor_with, host_isolation, landlock_abi, Isolation, Job, Outcome, Remark, Status,
 };
@@ -37,7 +38,7 @@ fn probe(name: &str, body: &str) -> String {
     )
 }
 
-fn run_with(kind: &str, iso: Isolation, codes: &[String], parallel: usize) -> Vec<Outcome> {
+fn run_with(kind: LocalKind, iso: Isolation, codes: &[String], parallel: usize) -> Vec<Outcome> {
     let py = python().expect("checked by the caller");
     let jobs: Vec<Job> = codes
         .iter()
@@ -75,7 +76,7 @@ fn contained(codes: &[String], control: Control) {
         Control::None => false,
     };
     if control {
-        for (i, o) in run_with("process", sandbox_off(), codes, 2)
+        for (i, o) in run_with(LocalKind::Process, sandbox_off(), codes, 2)
             .iter()
             .enumerate()
         {
@@ -87,7 +88,7 @@ fn contained(codes: &[String], control: Control) {
             );
         }
     }
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         for (i, o) in run_with(kind, host_isolation(), codes, 2)
             .iter()
             .enumerate()
@@ -243,7 +244,7 @@ fn escape_5_dev_is_minimal() {
 /// the other: each must pass (a probe reports what it found).
 fn each_of_three_in_one_slot_passes(code: String) {
     let codes = vec![code; 3];
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         for (i, o) in run_with(kind, host_isolation(), &codes, 1)
             .iter()
             .enumerate()
@@ -311,7 +312,7 @@ const FORGE_TEST: &str = "import unittest\nclass TestCases(unittest.TestCase):\n
 fn escape_7_forged_pass_is_caught_at_run_time() {
     let Some(py) = python() else { return };
     let all = forgeries();
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         let jobs: Vec<Job> = all
             .iter()
             .enumerate()
@@ -342,7 +343,7 @@ fn escape_7_forged_pass_is_caught_at_run_time() {
 fn escape_7b_a_forged_report_before_the_real_one_is_caught() {
     let Some(py) = python() else { return };
     let code = "import os, json, stat, ctypes, time\ndef _forge():\n    libc = ctypes.CDLL(None, use_errno=True)\n    fifos = []\n    for n in os.listdir('/proc/self/fd'):\n        try:\n            if int(n) > 2 and stat.S_ISFIFO(os.fstat(int(n)).st_mode):\n                fifos.append(int(n))\n        except (OSError, ValueError):\n            pass\n    r, w = os.pipe()\n    nonce = ''\n    for fd in fifos:\n        got = libc.tee(fd, w, 64, 2)\n        if got > 0:\n            nonce = os.read(r, got).decode()\n            break\n    if os.fork() == 0:\n        line = (json.dumps({'nonce': nonce, 'status': 'pass', 'details': {}, 'ran': ['test_it'], 'test_secs': 0.0}) + '\\n').encode()\n        for fd in fifos:\n            try:\n                os.write(fd, line)\n            except OSError:\n                pass\n        time.sleep(3)\n        os._exit(0)\n    time.sleep(0.2)\ndef task_func():\n    return 0\n_forge()\n";
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         let exec = executor_with(kind, config(py.clone(), 1), host_isolation()).unwrap();
         let out = run_on(
             exec.as_ref(),
@@ -458,7 +459,7 @@ fn escapes_degraded_fallback_still_blocks_writes_fds_and_forgeries() {
         "slot descriptors, degraded",
         "    for fd in range(3, 1024):\n        try:\n            st = os.fstat(fd)\n        except OSError:\n            continue\n        if not stat.S_ISFIFO(st.st_mode):\n            hits.append('fd %d' % fd)\n",
     );
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         for (i, o) in run_with(
             kind,
             Isolation::degraded(),

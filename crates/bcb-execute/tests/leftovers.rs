@@ -18,6 +18,7 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use bcb_execute::LocalKind;
 use bcb_execute::{executor_for, Job, Status};
 use common::{config, job, python, run_on, QuietCpu, ONE_TEST};
 
@@ -39,7 +40,7 @@ fn a_fork_that_falls_through_into_the_harness_runs_no_test() {
         job(0, "clone", &at_import, ALONE_TEST, 20.0),
         job(1, "clone", in_test, ALONE_TEST, 20.0),
     ];
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         let exec = executor_for(kind, config(py.clone(), 2)).expect("executor");
         let out = run_on(exec.as_ref(), jobs.clone());
         for (k, o) in &out {
@@ -131,7 +132,7 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
     // Its time alone: two honest copies on a fresh pool of the same settings, as the batch
     // starts (both cores busy, and the pool's warm-up beside them), the slower one.
     let alone = {
-        let exec = executor_for("pool", config(py.clone(), 2)).expect("executor");
+        let exec = executor_for(LocalKind::Pool, config(py.clone(), 2)).expect("executor");
         let copies = vec![
             job(0, "work", WORK, ONE_TEST, 60.0),
             job(1, "work", &format!("{WORK}# again\n"), ONE_TEST, 60.0),
@@ -154,7 +155,7 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
         .map(|(k, (name, code, _))| job(k, name, code, ONE_TEST, limit))
         .collect();
     let out: HashMap<usize, _> = {
-        let exec = executor_for("pool", config(py, 2)).expect("executor");
+        let exec = executor_for(LocalKind::Pool, config(py, 2)).expect("executor");
         run_on(exec.as_ref(), jobs)
     };
     for (k, (name, _, correct)) in samples.iter().enumerate() {

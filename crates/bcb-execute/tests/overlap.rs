@@ -10,6 +10,7 @@ mod common;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use bcb_execute::LocalKind;
 use bcb_execute::{executor_for, Job, Outcome, Program, Remark, Status};
 use common::{config, job, python, QuietCpu, ONE_TEST};
 
@@ -38,7 +39,7 @@ fn sleepers_of_a_task_overlap_past_the_workers_and_all_time_out() {
     let mut jobs: Vec<Job> = vec![job(0, "sleepy", SLEEPER, ONE_TEST, 6.0)];
     jobs.extend((10..14).map(|k| job(k, "quick", QUICK, ONE_TEST, 6.0)));
     jobs.extend((1..8).map(|k| job(k, "sleepy", SLEEPER, ONE_TEST, 6.0)));
-    let exec = executor_for("pool", config(py, 2)).expect("executor");
+    let exec = executor_for(LocalKind::Pool, config(py, 2)).expect("executor");
     let t0 = Instant::now();
     let seen: Mutex<Vec<(Job, Outcome, f64)>> = Mutex::new(Vec::new());
     exec.run(jobs, &|job, o| {
@@ -98,7 +99,7 @@ const CPU_BOUND: &str = "import time\ndef task_func():\n    time.sleep(6)\n    t
 
 type Seen = Vec<(String, usize, Status, f64, f64)>;
 
-fn verdicts(kind: &str, py: std::path::PathBuf) -> Seen {
+fn verdicts(kind: LocalKind, py: std::path::PathBuf) -> Seen {
     // The two CPU-bound samples start first (the `--parallel` ones) and wait; meanwhile the
     // idle CPU admits the pure sleepers, then the samples that wake up spinning while the
     // first two compute. The pure sleepers go first: a spinning extra is held and, having
@@ -142,17 +143,17 @@ fn verdicts(kind: &str, py: std::path::PathBuf) -> Seen {
 
 #[test]
 fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict() {
-    same_verdicts_as_without_extras("pool");
+    same_verdicts_as_without_extras(LocalKind::Pool);
 }
 
 #[test]
 fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict_process_executor() {
-    same_verdicts_as_without_extras("process");
+    same_verdicts_as_without_extras(LocalKind::Process);
 }
 
 /// The verdicts each sample gets without extras (`--max-in-flight` = the workers): the CPU-bound
 /// samples pass, the others time out. A run with the default admission must give them too.
-fn same_verdicts_as_without_extras(kind: &str) {
+fn same_verdicts_as_without_extras(kind: LocalKind) {
     let Some(py) = python() else { return };
     let _quiet = QuietCpu::enter();
     let default = verdicts(kind, py);
@@ -275,7 +276,7 @@ fn beside_two_primaries(
         .map(|k| job(k, "computes", primary, ONE_TEST, 30.0))
         .collect();
     jobs.extend(others);
-    let exec = executor_for("pool", config(py, 2)).expect("executor");
+    let exec = executor_for(LocalKind::Pool, config(py, 2)).expect("executor");
     let t0 = Instant::now();
     let seen = Mutex::new(Vec::new());
     exec.run(jobs, &|job, o| {

@@ -15,6 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use bcb_execute::LocalKind;
 use bcb_execute::{HackClass, HackPolicy, Job, Marker, Outcome, Status};
 use common::*;
 
@@ -58,7 +59,7 @@ fn fixtures() -> Vec<Fixture> {
 fn run_policy(policy: HackPolicy, jobs: Vec<Job>) -> std::collections::HashMap<usize, Outcome> {
     let mut cfg = config(python().expect("checked"), 2);
     cfg.hacks = policy;
-    run("pool", cfg, jobs)
+    run(LocalKind::Pool, cfg, jobs)
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bcb_execute::LocalKind;
 use bcb_execute::{Job, JobId, JobKind, Outcome, Program, ScriptEnd, ScriptInput, Status};
 use common::*;
 
@@ -32,7 +33,7 @@ fn stdin(text: &str) -> ScriptInput {
     }
 }
 
-fn run_scripts(kind: &str, jobs: Vec<Job>) -> Vec<Outcome> {
+fn run_scripts(kind: LocalKind, jobs: Vec<Job>) -> Vec<Outcome> {
     let n = jobs.len();
     let mut out = run(kind, config(python().unwrap(), 2), jobs);
     (0..n).map(|i| out.remove(&i).unwrap()).collect()
@@ -43,7 +44,7 @@ fn a_script_reads_stdin_writes_stdout_and_its_end_is_reported() {
     if python().is_none() {
         return;
     }
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         let big = "x".repeat(300_000); // more than a pipe holds: stdin is fed as it is read
         let jobs = vec![
             script(
@@ -144,7 +145,7 @@ fn files_go_in_and_come_back_and_the_memory_cap_only_lowers() {
         // Above the executor's own cap (1024 MB in these tests): that cap still holds.
         script(3, "b = bytearray(1500 * 1024 * 1024)\nprint('allocated')\n", capped(1 << 20), 10.0),
     ];
-    let o = run_scripts("pool", jobs);
+    let o = run_scripts(LocalKind::Pool, jobs);
     let run = |i: usize| {
         o[i].script
             .as_deref()
@@ -218,7 +219,7 @@ print("contained" if not hits else hits)
     );
     // A secret in this process's environment too (samples get a clean one).
     std::env::set_var("RUNCODE_TEST_SECRET", "s3cr3t");
-    for kind in ["pool", "process"] {
+    for kind in [LocalKind::Pool, LocalKind::Process] {
         let o = run_scripts(kind, vec![script(0, &code, stdin(""), 20.0)]);
         let run = o[0]
             .script

@@ -5,6 +5,7 @@ mod common;
 
 use std::process::Command;
 
+use bcb_execute::LocalKind;
 use bcb_execute::Status;
 use common::*;
 
@@ -20,7 +21,7 @@ fn syntax_error_text(python: &std::path::Path, code: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-fn semantics(kind: &str) {
+fn semantics(kind: LocalKind) {
     let Some(py) = python() else { return };
     let ds = dataset();
     let mut jobs = Vec::new();
@@ -96,12 +97,12 @@ fn semantics(kind: &str) {
 
 #[test]
 fn process_executor_matches_upstream_verdicts() {
-    semantics("process");
+    semantics(LocalKind::Process);
 }
 
 #[test]
 fn pool_executor_matches_upstream_verdicts() {
-    semantics("pool");
+    semantics(LocalKind::Pool);
 }
 
 /// Tracebacks past the 1 MiB cap keep their end: the last exception line (what the failure
@@ -115,7 +116,7 @@ fn a_long_traceback_keeps_its_last_exception_line() {
         job(0, "long/chained", chained, ONE_TEST, 60.0),
         job(1, "long/message", huge_message, ONE_TEST, 60.0),
     ];
-    let out = run("pool", config(py, 2), jobs);
+    let out = run(LocalKind::Pool, config(py, 2), jobs);
     for (key, exception) in [
         (0, "\nZeroDivisionError: division by zero"),
         (1, "\nAssertionError: yyyyyyyyyy"),
@@ -227,7 +228,7 @@ fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
                     pool.terminate()\n    \
                     return 1\n";
     let out = run(
-        "pool",
+        LocalKind::Pool,
         config(py, 1),
         vec![job(0, "pool/terminate", pool, ONE_TEST, 20.0)],
     );
@@ -290,7 +291,7 @@ fn task_1040_fails_when_its_client_closes_after_the_servers_echo() {
         .collect();
     let test = test.join("\n    def ");
     let out = run(
-        "pool",
+        LocalKind::Pool,
         config(py, 2),
         vec![
             job(

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use crate::{ExecError, Job, OnDone, Outcome};
+use crate::{ExecError, Job, JobId, OnDone, Outcome};
 
 /// Names one job handed out by a [`JobSource`]; given back with its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -18,8 +18,8 @@ pub struct Ticket(pub u64);
 /// What a source would hand out next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Peek {
-    /// A job of this task is next.
-    Ready(String),
+    /// This job is next.
+    Ready(JobId),
     /// Nothing now; more may come (wait, then ask again).
     Idle,
     /// Nothing now and nothing ever again: the executor returns once running jobs finish.
@@ -81,7 +81,7 @@ impl VecSource {
 impl JobSource for VecSource {
     fn peek(&self) -> Peek {
         match self.queue.lock().unwrap().front() {
-            Some((_, j)) => Peek::Ready(j.task_id().to_string()),
+            Some((_, j)) => Peek::Ready(j.id.clone()),
             None => Peek::Closed,
         }
     }
@@ -151,7 +151,7 @@ pub fn serve_in_batches(
             }
         }
         // Results come back by job; jobs with the same id get their tickets in order.
-        let tickets: Mutex<Vec<(Ticket, crate::JobId)>> = Mutex::new(
+        let tickets: Mutex<Vec<(Ticket, JobId)>> = Mutex::new(
             batch
                 .iter()
                 .map(|(t, j)| (*t, j.id.clone()))

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bcb_dataset::{Dataset, DatasetSpec, Subset};
+use bcb_execute::LocalKind;
 use bcb_execute::{executor_for, ExecConfig, Executor, Job, JobId, Limits, Outcome, Program};
 
 /// The eval interpreter from `BCB_PYTHON`; `None` (test skipped) unless `BCB_REQUIRE_PYTHON=1`.
@@ -59,7 +60,7 @@ pub fn job(key: usize, task_id: &str, code: &str, test: &str, secs: f64) -> Job 
 }
 
 /// Runs the jobs together, returns outcomes by key.
-pub fn run(kind: &str, cfg: ExecConfig, jobs: Vec<Job>) -> HashMap<usize, Outcome> {
+pub fn run(kind: LocalKind, cfg: ExecConfig, jobs: Vec<Job>) -> HashMap<usize, Outcome> {
     let exec = executor_for(kind, cfg).expect("executor");
     run_on(exec.as_ref(), jobs)
 }

@@ -345,7 +345,7 @@ impl Queue<'_> {
             }));
         }
         let front = match self.source.peek() {
-            Peek::Ready(task) => task,
+            Peek::Ready(next) => next.task_id,
             // A sample still running may yet want its rerun.
             Peek::Closed if s.in_flight == 0 && s.reruns.is_empty() => return Admit::Stop,
             Peek::Closed => return Admit::Poll,
