@@ -514,49 +514,34 @@ mod tests {
             err.contains(EnvVars::SLURM_ARRAY_TASK_ID)
                 && err.contains(EnvVars::JOB_COMPLETION_INDEX)
         );
-        let err = auto(None, &[(EnvVars::SLURM_ARRAY_TASK_ID, "2")]).unwrap_err();
-        assert!(err.contains(EnvVars::SLURM_ARRAY_TASK_COUNT), "{err}");
-        let err = auto(
-            None,
-            &[
-                (EnvVars::SLURM_ARRAY_TASK_ID, "x"),
-                (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
-            ],
-        )
-        .unwrap_err();
-        assert!(err.contains("SLURM_ARRAY_TASK_ID=`x`"), "{err}");
-        let err = auto(
-            None,
-            &[
-                (EnvVars::SLURM_ARRAY_TASK_ID, "1"),
-                (EnvVars::SLURM_ARRAY_TASK_COUNT, "-4"),
-            ],
-        )
-        .unwrap_err();
-        assert!(err.contains("SLURM_ARRAY_TASK_COUNT=`-4`"), "{err}");
-        let err = auto(
-            None,
-            &[
-                (EnvVars::SLURM_ARRAY_TASK_ID, "0"),
-                (EnvVars::SLURM_ARRAY_TASK_MIN, "1"),
-                (EnvVars::SLURM_ARRAY_TASK_COUNT, "4"),
-            ],
-        )
-        .unwrap_err();
-        assert!(err.contains("below SLURM_ARRAY_TASK_MIN=1"), "{err}");
-        // A sparse array (--array=0,5) leaves an id past the count.
-        let err = auto(
-            None,
-            &[
-                (EnvVars::SLURM_ARRAY_TASK_ID, "5"),
-                (EnvVars::SLURM_ARRAY_TASK_COUNT, "2"),
-            ],
-        )
-        .unwrap_err();
-        assert!(
-            err.contains("not below the shard count 2") && err.contains("contiguous"),
-            "{err}"
-        );
+        const ID: &str = EnvVars::SLURM_ARRAY_TASK_ID;
+        const COUNT: &str = EnvVars::SLURM_ARRAY_TASK_COUNT;
+        // Each environment, and what its refusal must name. The last: a sparse array
+        // (--array=0,5) leaves an id past the count.
+        let refused: [(&[(&str, &str)], &[&str]); 5] = [
+            (&[(ID, "2")], &[COUNT]),
+            (&[(ID, "x"), (COUNT, "4")], &["SLURM_ARRAY_TASK_ID=`x`"]),
+            (
+                &[(ID, "1"), (COUNT, "-4")],
+                &["SLURM_ARRAY_TASK_COUNT=`-4`"],
+            ),
+            (
+                &[
+                    (ID, "0"),
+                    (EnvVars::SLURM_ARRAY_TASK_MIN, "1"),
+                    (COUNT, "4"),
+                ],
+                &["below SLURM_ARRAY_TASK_MIN=1"],
+            ),
+            (
+                &[(ID, "5"), (COUNT, "2")],
+                &["not below the shard count 2", "contiguous"],
+            ),
+        ];
+        for (env, names) in refused {
+            let err = auto(None, env).unwrap_err();
+            assert!(names.iter().all(|n| err.contains(n)), "{env:?}: {err}");
+        }
         let err = auto(Some(2), &[(EnvVars::JOB_COMPLETION_INDEX, "one")]).unwrap_err();
         assert!(err.contains("JOB_COMPLETION_INDEX=`one`"), "{err}");
         // Slurm wins when both are set (a Slurm job inside a pod is still a Slurm job).

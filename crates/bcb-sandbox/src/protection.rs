@@ -349,20 +349,25 @@ mod tests {
         }
     }
 
-    /// The verdict cache's key names kinds of protection in force, never their wording: a
-    /// description that changes with a limit (or is reworded) keeps the key; a sandbox with
-    /// fewer protections gets another.
-    #[test]
-    fn the_cache_key_is_made_of_protection_kinds() {
-        // Not the host's probe: it sweeps stale cgroups, which another test here stages.
-        let iso = Isolation {
+    /// Every namespace, nothing else.
+    fn namespaces() -> Isolation {
+        Isolation {
             pidns: true,
             mountns: true,
             netns: true,
             ipcns: true,
             utsns: true,
             ..Isolation::default()
-        };
+        }
+    }
+
+    /// The verdict cache's key names kinds of protection in force, never their wording: a
+    /// description that changes with a limit (or is reworded) keeps the key; a sandbox with
+    /// fewer protections gets another.
+    #[test]
+    fn the_cache_key_is_made_of_protection_kinds() {
+        // Not the host's probe: it sweeps stale cgroups, which another test here stages.
+        let iso = namespaces();
         let mut bigger = cfg();
         bigger.limits.memory_mb += 512;
         assert_eq!(iso.cache_key(&cfg()), iso.cache_key(&bigger));
@@ -408,14 +413,9 @@ mod tests {
     #[test]
     fn full_namespaces_are_all_listed_active() {
         let iso = Isolation {
-            pidns: true,
-            mountns: true,
-            netns: true,
-            ipcns: true,
-            utsns: true,
             dropcaps: true,
             uid_switch: true,
-            ..Isolation::default()
+            ..namespaces()
         };
         let list = iso.protections(&cfg());
         for kind in [

@@ -32,16 +32,8 @@ impl Args {
     }
 
     fn settings(&self, calibrated: bool, runtime: &str) -> Settings {
-        Settings {
-            split: self.split,
-            calibrated,
-            min_time_limit: self.min_time_limit,
-            base_timeout: self.timeout,
-            limits: self.limits.limits(),
-            runtime: runtime.to_string(),
-            tamper: self.tamper_policy,
-            hacks: self.hack_policy,
-        }
+        self.verdict
+            .settings(self.split, calibrated, runtime.to_string())
     }
 
     /// `--shard`: a slice of one samples file, or of the ground truth alone.

@@ -69,14 +69,8 @@ pub struct Args {
     /// (samples that sleep or wait) and MemAvailable covers one more; 0 = parallel + max(parallel, 8).
     #[arg(long, default_value_t = 0)]
     pub max_in_flight: usize,
-    /// Lower bound of the per-sample limit in seconds (upstream `--min_time_limit`).
-    #[arg(long, default_value_t = 1.0)]
-    pub min_time_limit: f64,
-    /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
-    pub timeout: f64,
     #[command(flatten)]
-    pub limits: super::limit_flags::LimitArgs,
+    pub verdict: super::limit_flags::VerdictArgs,
     /// Run only the canonical solutions, report the ground-truth pass rate, and exit.
     #[arg(long)]
     pub check_gt_only: bool,
@@ -93,15 +87,6 @@ pub struct Args {
     /// The number of shards for `--shard auto` under Kubernetes (the Job's completions).
     #[arg(long)]
     pub shard_count: Option<usize>,
-    /// What a sample the tamper scan flags gets: `refuse` (not run; `fail` with the findings as
-    /// its details), `warn` (run, findings logged) or `off` (no scan).
-    #[arg(long, default_value = "refuse")]
-    pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
-    /// What a reward hack the harness's run-time watch detects gets: `fail` (the pass becomes
-    /// `fail`, details `bcb: reward hack: ...`), `flag` (the tests' verdict, flagged) or `off`
-    /// (no watch).
-    #[arg(long, default_value = "fail")]
-    pub hack_policy: bcb_execute::HackPolicy,
     /// Run every sample whose verdict is not `pass` (and every failing canonical solution) N
     /// more times; a verdict that changes is marked `"flaky": true` in the results file (the
     /// first verdict counts for pass@k). Attempts are journaled; a resumed run does not redo them.

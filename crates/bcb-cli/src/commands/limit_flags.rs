@@ -1,8 +1,13 @@
 //! The execution limits every command that runs samples takes (`evaluate`, `serve`, the hidden
-//! `exec-jobs`): one flag group, one mapping to [`Limits`].
+//! `exec-jobs`): one flag group, one mapping to [`Limits`]; and with the time limits and the
+//! tamper and hack policies, everything that decides a verdict besides the task
+//! ([`VerdictArgs`], `evaluate` and `serve`).
 
 use std::time::Duration;
 
+use bcb_dataset::Split;
+use bcb_envvars::EnvVars;
+use bcb_eval::Settings;
 use bcb_execute::Limits;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -30,6 +35,45 @@ pub struct LimitArgs {
     pub output_cap: usize,
 }
 
+/// Everything of a run that may change a verdict besides the task and the environment: the
+/// flags of `evaluate` and `serve` behind [`Settings`].
+#[derive(clap::Args, Debug, Clone)]
+pub struct VerdictArgs {
+    /// Lower bound of the per-sample limit in seconds (upstream `--min_time_limit`).
+    #[arg(long, default_value_t = 1.0)]
+    pub min_time_limit: f64,
+    /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
+    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
+    pub timeout: f64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// What a sample the tamper scan flags gets: `refuse` (not run; `fail` with the findings as
+    /// its details), `warn` (run, findings logged) or `off` (no scan).
+    #[arg(long, default_value = "refuse")]
+    pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
+    /// What a reward hack the harness's run-time watch detects gets: `fail` (the pass becomes
+    /// `fail`, details `bcb: reward hack: ...`), `flag` (the tests' verdict, flagged) or `off`
+    /// (no watch).
+    #[arg(long, default_value = "fail")]
+    pub hack_policy: bcb_execute::HackPolicy,
+}
+
+impl VerdictArgs {
+    /// The run's settings for `split`, calibrated or not, in the environment `runtime`.
+    pub fn settings(&self, split: Split, calibrated: bool, runtime: String) -> Settings {
+        Settings {
+            split,
+            calibrated,
+            min_time_limit: self.min_time_limit,
+            base_timeout: self.timeout,
+            limits: self.limits.limits(),
+            runtime,
+            tamper: self.tamper_policy,
+            hacks: self.hack_policy,
+        }
+    }
+}
+
 impl LimitArgs {
     pub fn limits(&self) -> Limits {
         Limits {
@@ -55,8 +99,8 @@ mod tests {
     #[test]
     fn serve_and_evaluate_take_the_same_limits() {
         let limits = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
-            Command::Serve(a) => a.limits.limits(),
-            Command::Evaluate(a) => a.limits.limits(),
+            Command::Serve(a) => a.verdict.limits.limits(),
+            Command::Evaluate(a) => a.verdict.limits.limits(),
             _ => unreachable!(),
         };
         assert_eq!(limits(&["bcb", "serve"]), limits(&["bcb", "evaluate"]));

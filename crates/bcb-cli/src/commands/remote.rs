@@ -12,16 +12,28 @@ pub fn spec(a: &Args) -> anyhow::Result<ExecutorSpec> {
         Execution::Gradio => {
             let why = "a Space applies upstream's 240 s base, its own sandbox and limits (it takes only --max-as-limit, --max-data-limit, --max-stack-limit, --min-time-limit, --parallel)";
             let changed = [
-                ("--timeout", a.timeout != gradio::SPACE_BASE_TIMEOUT),
-                ("--memory-limit", a.limits.memory_limit != d.memory_mb),
-                ("--max-processes", a.limits.max_processes != d.max_processes),
-                ("--output-cap", a.limits.output_cap != d.output_cap_bytes),
+                ("--timeout", a.verdict.timeout != gradio::SPACE_BASE_TIMEOUT),
+                (
+                    "--memory-limit",
+                    a.verdict.limits.memory_limit != d.memory_mb,
+                ),
+                (
+                    "--max-processes",
+                    a.verdict.limits.max_processes != d.max_processes,
+                ),
+                (
+                    "--output-cap",
+                    a.verdict.limits.output_cap != d.output_cap_bytes,
+                ),
                 (
                     "--kill-grace",
-                    a.limits.kill_grace != d.kill_grace.as_secs_f64(),
+                    a.verdict.limits.kill_grace != d.kill_grace.as_secs_f64(),
                 ),
-                ("--tamper-policy", a.tamper_policy != Default::default()),
-                ("--hack-policy", a.hack_policy != Default::default()),
+                (
+                    "--tamper-policy",
+                    a.verdict.tamper_policy != Default::default(),
+                ),
+                ("--hack-policy", a.verdict.hack_policy != Default::default()),
                 ("--executor", a.executor != LocalKind::Pool),
                 ("--max-in-flight", a.max_in_flight != 0),
                 ("--dataset", a.dataset.dataset.is_some()),
@@ -38,7 +50,7 @@ pub fn spec(a: &Args) -> anyhow::Result<ExecutorSpec> {
                 .ok()
                 .filter(|t| !t.is_empty());
             (opts.retries, opts.parallel, opts.min_time_limit) =
-                (r.remote_retries, a.parallel, a.min_time_limit);
+                (r.remote_retries, a.parallel, a.verdict.min_time_limit);
             (opts.split, opts.subset) = (a.split.as_str().into(), a.dataset.subset.as_str().into());
             Ok(ExecutorSpec::Gradio {
                 opts,

@@ -48,22 +48,8 @@ pub struct Args {
     /// Calibrated verdicts unless a request says otherwise (upstream default).
     #[arg(long, value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", default_value = "true")]
     pub calibrated: bool,
-    /// Lower bound of the per-sample limit in seconds.
-    #[arg(long, default_value_t = 1.0)]
-    pub min_time_limit: f64,
-    /// Base per-sample limit in seconds; the limit is max(this, min-time-limit, GT time) + 1.
-    #[arg(long, env = EnvVars::BIGCODEBENCH_TIMEOUT_PER_TASK, default_value_t = bcb_eval::DEFAULT_BASE_TIMEOUT)]
-    pub timeout: f64,
     #[command(flatten)]
-    pub limits: super::limit_flags::LimitArgs,
-    /// What a sample the tamper scan flags gets: `refuse`, `warn` or `off`.
-    #[arg(long, default_value = "refuse")]
-    pub tamper_policy: bcb_sanitize::tamper::TamperPolicy,
-    /// What a reward hack the harness's run-time watch detects gets: `fail` (the pass becomes
-    /// `fail`, details `bcb: reward hack: ...`), `flag` (the tests' verdict, flagged) or `off`
-    /// (no watch).
-    #[arg(long, default_value = "fail")]
-    pub hack_policy: bcb_execute::HackPolicy,
+    pub verdict: super::limit_flags::VerdictArgs,
     #[command(flatten)]
     pub reuse: super::reuse_flags::ReuseArgs,
     /// Samples admitted and not yet answered, over all requests; past it requests get 429.
@@ -144,22 +130,14 @@ impl Args {
             python,
             parallel: self.parallel(),
             max_in_flight: self.max_in_flight(),
-            limits: self.limits.limits(),
-            hacks: self.hack_policy,
+            limits: self.verdict.limits.limits(),
+            hacks: self.verdict.hack_policy,
         }
     }
 
     fn settings(&self, python: &std::path::Path) -> Settings {
-        Settings {
-            split: self.split,
-            calibrated: self.calibrated,
-            min_time_limit: self.min_time_limit,
-            base_timeout: self.timeout,
-            limits: self.limits.limits(),
-            runtime: pyenv::runtime_key(python),
-            tamper: self.tamper_policy,
-            hacks: self.hack_policy,
-        }
+        self.verdict
+            .settings(self.split, self.calibrated, pyenv::runtime_key(python))
     }
 
     /// The session's dataset (narrowed to --ids) and, for the full set, the hard subset's
