@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::seats::{Measured, Role, Seat};
+use super::sample::Freezable;
+use super::seats::{Measured, Role, Running, Seat};
 use super::weights::{Seen, PRIMARY_CPU_SHARES};
 use super::FREEZE_CPU_SHARE;
 use crate::procfs::{clock_ticks_per_sec, Counted, ProcFiles};
@@ -168,6 +169,147 @@ pub(crate) fn decide(views: &[View], cores: usize, idle: f64) -> Decision {
     d
 }
 
+/// What a running sample did between two measurements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Interval {
+    secs: f64,
+    /// Its threads' time on a CPU and waiting for one, in ns (a thread new since the first
+    /// measurement counts from its start).
+    ran_ns: u64,
+    waited_ns: u64,
+    /// CPU it used, reaped children included, in seconds.
+    used: f64,
+}
+
+impl Interval {
+    /// `None` when no time passed between the two.
+    fn between(then: &Measured, now: &Measured, ticks_per_sec: f64) -> Option<Interval> {
+        let secs = now.at.duration_since(then.at).as_secs_f64();
+        if secs <= 0.0 {
+            return None;
+        }
+        let (mut ran_ns, mut waited_ns) = (0u64, 0u64);
+        for (tid, (run, wait)) in &now.runnable_ns {
+            let (run0, wait0) = then.runnable_ns.get(tid).copied().unwrap_or_default();
+            ran_ns += run.saturating_sub(run0);
+            waited_ns += wait.saturating_sub(wait0);
+        }
+        let used = now.cpu_ticks.saturating_sub(then.cpu_ticks) as f64 / ticks_per_sec;
+        Some(Interval {
+            secs,
+            ran_ns,
+            waited_ns,
+            used,
+        })
+    }
+
+    /// Cores asked for: time on a CPU or waiting for one, or the CPU used if more.
+    fn demand(&self) -> f64 {
+        ((self.ran_ns + self.waited_ns) as f64 / 1e9).max(self.used) / self.secs
+    }
+
+    /// Used at least [`FREEZE_CPU_SHARE`] of a core.
+    fn busy(&self) -> bool {
+        self.used >= FREEZE_CPU_SHARE * self.secs
+    }
+
+    /// The share of the interval it wanted a core and had none (for a thread pool, the
+    /// share of its threads' wanting): time lost, credited to a shielded extra's clock.
+    fn lost(&self) -> Option<Duration> {
+        (self.waited_ns > 0).then(|| {
+            let share = self.waited_ns as f64 / (self.ran_ns + self.waited_ns) as f64;
+            Duration::from_secs_f64(self.secs * share)
+        })
+    }
+}
+
+/// What the governor does to a sample it decided on: the seam between deciding and acting
+/// (a sample's freezer, or a test's fake).
+pub(crate) trait Governed {
+    fn freeze(&self);
+    fn thaw(&self);
+}
+
+/// Carries out `d` on the samples of `views` (`handles[i]`: the slot and sample of
+/// `views[i]`), saying why in the log.
+fn act<G: Governed>(d: &Decision, views: &[View], handles: &[(usize, G)], why: &Why) {
+    for &i in &d.freeze {
+        let (slot, sample) = &handles[i];
+        if views[i].starved {
+            tracing::debug!(
+                "freezing the extra sample on slot {slot}: starved at the lowest weight"
+            );
+        } else {
+            let cores = why.cores;
+            tracing::debug!(
+                "freezing the extra sample on slot {slot}: our demand exceeds {cores} cores"
+            );
+        }
+        sample.freeze();
+    }
+    if let Some(i) = d.thaw {
+        let (slot, sample) = &handles[i];
+        let (asked, idle) = (why.asked, why.idle_cores);
+        tracing::debug!(
+            "thawing the extra sample on slot {slot}: {asked:.2} cores asked, {idle:.2} idle"
+        );
+        sample.thaw();
+    }
+}
+
+/// What a decision was taken on, for the log.
+struct Why {
+    cores: usize,
+    asked: f64,
+    idle_cores: f64,
+}
+
+/// Reads a running sample that is not frozen, keeps the reading for the next pass and its
+/// demand among the recent ones, and returns its demand over the interval since the last
+/// reading (0 at the first), whether it was busy, and whether it starved at the lowest weight
+/// (a shielded extra, reweighed and credited the time it waited for a core here).
+fn measure(
+    r: &mut Running,
+    sample: &Freezable,
+    role: Role,
+    files: &mut ProcFiles,
+    ticks_per_sec: f64,
+    counted: &mut Counted,
+) -> (f64, bool, bool) {
+    let reading = sample.read(files);
+    counted.pids.extend(reading.pids);
+    counted.runnable += reading.runnable;
+    let now = Measured {
+        at: Instant::now(),
+        cpu_ticks: reading.ticks,
+        runnable_ns: reading.times,
+        runnable: reading.runnable,
+    };
+    let (mut demand, mut busy, mut starved) = (0.0, false, false);
+    if let Some(then) = &r.last {
+        if let Some(interval) = Interval::between(then, &now, ticks_per_sec) {
+            busy = interval.busy();
+            demand = interval.demand();
+            if role == Role::Extra && sample.shielded() {
+                starved = sample.reweigh(Seen {
+                    used: interval.used / interval.secs,
+                    runnable: now.runnable > 0,
+                    was_runnable: then.runnable > 0,
+                });
+                if let Some(lost) = interval.lost() {
+                    sample.credit(lost);
+                }
+            }
+        }
+        r.recent.push_back(demand);
+        if r.recent.len() > THAW_WINDOW {
+            r.recent.pop_front();
+        }
+    }
+    r.last = Some(now);
+    (demand, busy, starved)
+}
+
 /// One governor step over every seat: measure, decide, act. Returns what the running
 /// samples asked of the CPUs over the interval, in cores (their threads' time on a CPU or
 /// waiting for one; a sample measured for the first time counts nothing yet): a thread pool
@@ -206,53 +348,12 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
             r.role
         };
         let frozen = sample.is_frozen();
-        let (mut demand, mut busy, mut starved) = (0.0, false, false);
-        if frozen {
+        let (demand, busy, starved) = if frozen {
             r.last = None;
+            (0.0, false, false)
         } else {
-            let reading = sample.read(files);
-            counted.pids.extend(reading.pids);
-            counted.runnable += reading.runnable;
-            let now = Measured {
-                at: Instant::now(),
-                cpu_ticks: reading.ticks,
-                runnable_ns: reading.times,
-                runnable: reading.runnable,
-            };
-            if let Some(then) = &r.last {
-                let secs = now.at.duration_since(then.at).as_secs_f64();
-                if secs > 0.0 {
-                    // A thread new since the last measurement counts from its start.
-                    let (mut ran, mut waited) = (0u64, 0u64);
-                    for (tid, (run, wait)) in &now.runnable_ns {
-                        let (run0, wait0) = then.runnable_ns.get(tid).copied().unwrap_or_default();
-                        ran += run.saturating_sub(run0);
-                        waited += wait.saturating_sub(wait0);
-                    }
-                    let used = now.cpu_ticks.saturating_sub(then.cpu_ticks) as f64 / ticks_per_sec;
-                    busy = used >= FREEZE_CPU_SHARE * secs;
-                    demand = ((ran + waited) as f64 / 1e9).max(used) / secs;
-                    if role == Role::Extra && sample.shielded() {
-                        starved = sample.reweigh(Seen {
-                            used: used / secs,
-                            runnable: now.runnable > 0,
-                            was_runnable: then.runnable > 0,
-                        });
-                        if waited > 0 {
-                            // The share of the interval it wanted a core and had none (for
-                            // a thread pool, the share of its threads' wanting): time lost.
-                            let lost = secs * waited as f64 / (ran + waited) as f64;
-                            sample.credit(Duration::from_secs_f64(lost));
-                        }
-                    }
-                }
-                r.recent.push_back(demand);
-                if r.recent.len() > THAW_WINDOW {
-                    r.recent.pop_front();
-                }
-            }
-            r.last = Some(now);
-        }
+            measure(r, &sample, role, files, ticks_per_sec, &mut counted)
+        };
         let n = r.recent.len();
         unmeasured_primaries += usize::from(role == Role::Primary && n == 0);
         let sustained =
@@ -278,26 +379,12 @@ pub(crate) fn govern(seats: &[Seat], cores: usize, sampler: &mut Sampler) -> Pas
     let idle_cores = idle.mean();
     let d = decide(&views, cores, idle_cores);
     idle.settle(&d);
-    for &i in &d.freeze {
-        let (slot, sample) = &handles[i];
-        if views[i].starved {
-            tracing::debug!(
-                "freezing the extra sample on slot {slot}: starved at the lowest weight"
-            );
-        } else {
-            tracing::debug!(
-                "freezing the extra sample on slot {slot}: our demand exceeds {cores} cores"
-            );
-        }
-        sample.freeze();
-    }
-    if let Some(i) = d.thaw {
-        let (slot, sample) = &handles[i];
-        tracing::debug!(
-            "thawing the extra sample on slot {slot}: {asked:.2} cores asked, {idle_cores:.2} idle"
-        );
-        sample.thaw();
-    }
+    let why = Why {
+        cores,
+        asked,
+        idle_cores,
+    };
+    act(&d, &views, &handles, &why);
     Pass {
         asked: (attached || !running).then_some(asked),
         counted,
@@ -323,6 +410,96 @@ mod tests {
             starved: false,
             shielded: false,
         }
+    }
+
+    /// A sample that records what the governor did to it.
+    #[derive(Default)]
+    struct FakeSample(std::sync::Mutex<Vec<&'static str>>);
+
+    impl Governed for FakeSample {
+        fn freeze(&self) {
+            self.0.lock().unwrap().push("freeze");
+        }
+        fn thaw(&self) {
+            self.0.lock().unwrap().push("thaw");
+        }
+    }
+
+    #[test]
+    fn the_governor_acts_on_exactly_the_samples_it_decided_on() {
+        let views = [
+            view(Role::Primary, 0, false, 1.0, 1.0),
+            view(Role::Primary, 1, false, 1.0, 1.0),
+            view(Role::Extra, 2, true, 0.0, 1.0),
+            view(Role::Extra, 3, false, 1.0, 1.0),
+        ];
+        let handles: Vec<(usize, FakeSample)> = (0..views.len())
+            .map(|i| (i, FakeSample::default()))
+            .collect();
+        let d = decide(&views, 2, 0.0);
+        let why = Why {
+            cores: 2,
+            asked: 3.0,
+            idle_cores: 0.0,
+        };
+        act(&d, &views, &handles, &why);
+        let did: Vec<Vec<&str>> = handles
+            .iter()
+            .map(|(_, s)| s.0.lock().unwrap().clone())
+            .collect();
+        assert_eq!(did, [vec![], vec![], vec![], vec!["freeze"]]);
+        let thaw = Decision {
+            freeze: vec![],
+            thaw: Some(2),
+        };
+        act(&thaw, &views, &handles, &why);
+        assert_eq!(*handles[2].1 .0.lock().unwrap(), ["thaw"]);
+    }
+
+    #[test]
+    fn an_interval_asks_for_its_threads_time_and_credits_their_wait() {
+        let at = Instant::now();
+        let then = Measured {
+            at,
+            cpu_ticks: 100,
+            runnable_ns: [(1, (1_000_000_000, 0))].into(),
+            runnable: 1,
+        };
+        // Thread 1 ran 0.3 s and waited 0.1 s; thread 2, new, ran 0.1 s and waited 0.3 s.
+        let now = Measured {
+            at: at + Duration::from_millis(500),
+            cpu_ticks: 140,
+            runnable_ns: [
+                (1, (1_300_000_000, 100_000_000)),
+                (2, (100_000_000, 300_000_000)),
+            ]
+            .into(),
+            runnable: 2,
+        };
+        let i = Interval::between(&then, &now, 100.0).unwrap();
+        assert!(
+            (i.demand() - 1.6).abs() < 1e-9,
+            "0.8 s asked in 0.5 s: {i:?}"
+        );
+        assert!(i.busy(), "0.4 s of CPU in 0.5 s");
+        let lost = i.lost().unwrap().as_secs_f64();
+        assert!(
+            (lost - 0.25).abs() < 1e-9,
+            "half its wanting waited: {lost}"
+        );
+        assert_eq!(
+            Interval::between(&now, &then, 100.0),
+            None,
+            "no time passed"
+        );
+        let idle = Measured {
+            at: now.at + Duration::from_millis(500),
+            cpu_ticks: 140,
+            runnable_ns: now.runnable_ns.clone(),
+            runnable: 0,
+        };
+        let i = Interval::between(&now, &idle, 100.0).unwrap();
+        assert_eq!((i.demand(), i.busy(), i.lost()), (0.0, false, None));
     }
 
     #[test]
