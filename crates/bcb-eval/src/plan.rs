@@ -518,7 +518,8 @@ mod tests {
         const COUNT: &str = EnvVars::SLURM_ARRAY_TASK_COUNT;
         // Each environment, and what its refusal must name. The last: a sparse array
         // (--array=0,5) leaves an id past the count.
-        let refused: [(&[(&str, &str)], &[&str]); 5] = [
+        type Env<'a> = &'a [(&'a str, &'a str)];
+        let refused: [(Env, &[&str]); 5] = [
             (&[(ID, "2")], &[COUNT]),
             (&[(ID, "x"), (COUNT, "4")], &["SLURM_ARRAY_TASK_ID=`x`"]),
             (

@@ -6,14 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use bcb_eval::journal::samples_journal_path;
 use bcb_eval::samples_journal_key;
 use bcb_eval::Reuse;
 use bcb_eval::{
     GtCache, GtMode, Request, RetryPolicy, SampleRun, Samples, Session, Settings, Shard, ShardPlan,
 };
 use bcb_execute::ExecConfig;
-use bcb_samples::JournalLock;
 use bcb_sinks::{ConsoleSummary, ProgressMode, StandardSinks, VerdictCacheSink};
 
 pub use super::evaluate_flags::Args;
@@ -117,51 +115,6 @@ impl Args {
     }
 }
 
-/// One run at a time evaluates a samples file: the lock on its journal, held to the end of the
-/// run. Two at once would run every sample twice, and one with other settings would start
-/// the other's journal afresh under it, losing what a killed run had done. A file whose
-/// results are only loaded is not written; a shard has its own journal.
-fn lock_journals(
-    samples: &[Samples],
-    force: bool,
-    shard: bool,
-) -> anyhow::Result<Vec<JournalLock>> {
-    let mut locks = Vec::new();
-    for s in samples {
-        if shard || bcb_eval::results_only_loaded(&s.path, force) {
-            continue;
-        }
-        let journal = samples_journal_path(&bcb_samples::eval_results_path(&s.path));
-        let lock = JournalLock::acquire(&journal, || {
-            format!(
-                "{} is being evaluated by another `bcb evaluate` (its journal {} is locked)\n\
-                 hint: wait for that run to end, or stop it; running again then loads its \
-                 results, or resumes from its journal",
-                s.path.display(),
-                journal.display()
-            )
-        })?;
-        locks.push(lock);
-    }
-    Ok(locks)
-}
-
-/// One process at a time runs a shard: a requeued copy beside a live one (a node that lost
-/// contact but not its job) would run the same jobs again into the same journal.
-fn lock_shard_journal(plan: &ShardPlan) -> anyhow::Result<JournalLock> {
-    let journal = &plan.journal;
-    Ok(JournalLock::acquire(journal, || {
-        format!(
-            "shard {}/{} is being run by another `bcb evaluate` (its journal {} is locked)\n\
-             hint: wait for that run to end, or stop it; running this shard again then resumes \
-             from its journal",
-            plan.shard.tag().index,
-            plan.shard.count,
-            journal.display()
-        )
-    })?)
-}
-
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     args.samples = expand_samples(&args.samples)?;
     args.reconcile_labels()?;
@@ -177,14 +130,14 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let _locks = lock_journals(&samples, args.force, args.shard.is_some())?;
+    let _locks = bcb_eval::lock_samples_journals(&samples, args.force, args.shard.is_some())?;
     let runtime = spec.runtime(args.python.as_deref())?;
     let settings = args.settings(calibrated, &runtime.key);
     let exec_config = args.exec_config(runtime.python, &settings);
     let sandbox_key = bcb_execute::sandbox_key(&exec_config);
     let gt_cache = GtCache::new(&bcb_dataset::cache_dir(), &ds, &settings);
     let shard = args.shard_plan(&ds, &samples, &settings, &gt_cache)?;
-    let _shard_lock = shard.as_ref().map(lock_shard_journal).transpose()?;
+    let _shard_lock = shard.as_ref().map(ShardPlan::lock_journal).transpose()?;
     let executor = spec
         .build(exec_config)
         .with_context(|| format!("cannot start the {spec} executor"))?;
