@@ -648,16 +648,21 @@ fn the_claims_check_catches_what_it_should() {
     assert_eq!(bench_problems(readme), Vec::<String>::new());
 
     // (a) a file of bench/ in no row and no helper.
-    let stray = claims_problems(readme, &files(&[("probe.sh", "")]), &[]);
-    assert!(
-        stray.len() == 1 && stray[0].starts_with("bench/probe.sh is not in"),
-        "{stray:?}"
+    // Exactly one problem, saying `what`.
+    let only = |problems: Vec<String>, what: &str| {
+        assert!(
+            problems.len() == 1 && problems[0].contains(what),
+            "{problems:?}"
+        );
+    };
+    only(
+        claims_problems(readme, &files(&[("probe.sh", "")]), &[]),
+        "bench/probe.sh is not in",
     );
     // A helper no listed script names.
-    let unnamed = claims_problems(readme, &files(&[("run.sh", "")]), &[]);
-    assert!(
-        unnamed.len() == 1 && unnamed[0].contains("bench/lib.sh is named by none"),
-        "{unnamed:?}"
+    only(
+        claims_problems(readme, &files(&[("run.sh", "")]), &[]),
+        "bench/lib.sh is named by none",
     );
     // (b) a script docs/ names that has no row, and one that does not exist.
     let named = claims_problems(
@@ -673,25 +678,13 @@ fn the_claims_check_catches_what_it_should() {
         .iter()
         .any(|p| p.starts_with("docs/a.md names bench/gone.py, which does not")));
     // (c) a latest entry that is no heading, or a superseded one.
-    let missing = claims_problems(&readme.replace("[A](#a) |", "[B](#b) |"), &files(&[]), &[]);
-    assert!(
-        missing.len() == 1 && missing[0].contains("is not one link to a `### ` entry"),
-        "{missing:?}"
-    );
-    let stale = claims_problems(
-        &readme.replace("[A](#a) |", "[Old A](#old-a) |"),
-        &files(&[]),
-        &[],
-    );
-    assert!(
-        stale.len() == 1 && stale[0].contains("says `Superseded by`"),
-        "{stale:?}"
-    );
+    let linked = |to: &str| claims_problems(&readme.replace("[A](#a) |", to), &files(&[]), &[]);
+    only(linked("[B](#b) |"), "is not one link to a `### ` entry");
+    only(linked("[Old A](#old-a) |"), "says `Superseded by`");
     // A row whose command names a script that is gone.
-    let gone = claims_problems(readme, &files(&[("new.py", "gone")]), &[]);
-    assert!(
-        gone.len() == 1 && gone[0].contains("bench/new.py does not exist"),
-        "{gone:?}"
+    only(
+        claims_problems(readme, &files(&[("new.py", "gone")]), &[]),
+        "bench/new.py does not exist",
     );
     assert_eq!(
         bench_names("(`bench/seccomp/x.json`, ../bench/a.sh. mybench/b.sh)"),

@@ -227,25 +227,21 @@ fn adversarial(kind: LocalKind, iso: Isolation, label: &str) {
     assert!(problems.is_empty(), "{label} {kind}: {problems:#?}");
 }
 
-#[test]
-fn adversarial_process_full_isolation() {
-    adversarial(LocalKind::Process, host_isolation(), "host");
-}
+on_both_executors!(
+    adversarial_process_full_isolation,
+    adversarial_pool_full_isolation,
+    adversarial,
+    host_isolation(),
+    "host"
+);
 
-#[test]
-fn adversarial_pool_full_isolation() {
-    adversarial(LocalKind::Pool, host_isolation(), "host");
-}
-
-#[test]
-fn adversarial_process_degraded_landlock_seccomp() {
-    adversarial(LocalKind::Process, Isolation::degraded(), "degraded");
-}
-
-#[test]
-fn adversarial_pool_degraded_landlock_seccomp() {
-    adversarial(LocalKind::Pool, Isolation::degraded(), "degraded");
-}
+on_both_executors!(
+    adversarial_process_degraded_landlock_seccomp,
+    adversarial_pool_degraded_landlock_seccomp,
+    adversarial,
+    Isolation::degraded(),
+    "degraded"
+);
 
 /// As root: runs the suite again as the unprivileged user `nobody` (re-executing this test
 /// binary with setpriv), with host isolation, which then means a user namespace or the

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bcb_execute::LocalKind;
 use bcb_execute::{executor_for, Job, Outcome, Program, Remark, Status};
-use common::{config, job, python, QuietCpu, ONE_TEST};
+use common::{config, job, on_both_executors, python, QuietCpu, ONE_TEST};
 
 const SLEEPER: &str = "import time\ndef task_func():\n    time.sleep(120)\n    return 1\n";
 const QUICK: &str = "def task_func():\n    return 1\n";
@@ -141,15 +141,11 @@ fn verdicts(kind: LocalKind, py: std::path::PathBuf) -> Seen {
     seen
 }
 
-#[test]
-fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict() {
-    same_verdicts_as_without_extras(LocalKind::Pool);
-}
-
-#[test]
-fn extra_samples_never_cost_a_cpu_bound_sample_its_verdict_process_executor() {
-    same_verdicts_as_without_extras(LocalKind::Process);
-}
+on_both_executors!(
+    extra_samples_never_cost_a_cpu_bound_sample_its_verdict_process_executor,
+    extra_samples_never_cost_a_cpu_bound_sample_its_verdict,
+    same_verdicts_as_without_extras
+);
 
 /// The verdicts each sample gets without extras (`--max-in-flight` = the workers): the CPU-bound
 /// samples pass, the others time out. A run with the default admission must give them too.

@@ -95,15 +95,11 @@ fn semantics(kind: LocalKind) {
     assert!(o.wall_secs < 3.0 + 1.0 + 15.0, "{o:?}");
 }
 
-#[test]
-fn process_executor_matches_upstream_verdicts() {
-    semantics(LocalKind::Process);
-}
-
-#[test]
-fn pool_executor_matches_upstream_verdicts() {
-    semantics(LocalKind::Pool);
-}
+on_both_executors!(
+    process_executor_matches_upstream_verdicts,
+    pool_executor_matches_upstream_verdicts,
+    semantics
+);
 
 /// Tracebacks past the 1 MiB cap keep their end: the last exception line (what the failure
 /// classifier reads) survives a huge earlier exception, and a huge message keeps its start.

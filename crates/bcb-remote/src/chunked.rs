@@ -125,6 +125,19 @@ pub(crate) fn http_client(read_timeout: Duration) -> Result<reqwest::blocking::C
         })
 }
 
+/// The text at `key` of a backend's JSON answer `v`; a fatal error (`missing`, with a
+/// shortened copy of the answer, and `hint`) when the answer has none.
+pub(crate) fn text_field<'a>(
+    v: &'a serde_json::Value,
+    key: &str,
+    missing: &str,
+    hint: &str,
+) -> Result<&'a str, ExecError> {
+    v.get(key)
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| ExecError::fatal(format!("{missing}: {}", short(v)), hint))
+}
+
 pub(crate) fn short(v: &impl std::fmt::Display) -> String {
     bcb_http::excerpt(&v.to_string())
 }

@@ -404,65 +404,61 @@ mod tests {
     }
 
     #[test]
-    fn flags_each_rule() {
-        assert_eq!(rules("import os\nos.system('ls')\n"), ["shell"]);
-        assert_eq!(
-            rules("import subprocess\nsubprocess.run('ls | wc', shell=True)\n"),
-            ["shell"]
-        );
-        assert_eq!(
-            rules("from subprocess import Popen\nPopen(['ls'])\n"),
-            ["subprocess"]
-        );
-        assert_eq!(
-            rules("import os\nos.execvp('ls', ['ls'])\n"),
-            ["subprocess"]
-        );
-        assert_eq!(rules("import requests\nrequests.get(url)\n"), ["network"]);
-        assert_eq!(
-            rules("import urllib.request\nurllib.request.urlopen('https://example.com')\n"),
-            ["network"]
-        );
-        assert_eq!(rules("s.connect((host, 80))\n"), ["network"]);
-        assert_eq!(rules("import shutil\nshutil.rmtree(d)\n"), ["delete"]);
-        assert_eq!(
-            rules("from pathlib import Path\nPath(p).unlink()\n"),
-            ["delete"]
-        );
-        assert_eq!(
-            rules("with open('/etc/hosts', 'a') as f:\n    pass\n"),
-            ["write-outside-cwd"]
-        );
-        assert_eq!(
-            rules("import os\nopen(os.path.join('~', 'x'), mode='w')\n"),
-            ["write-outside-cwd"]
-        );
-        assert_eq!(
-            rules("import shutil\nshutil.copy('a', '/usr/bin/a')\n"),
-            ["write-outside-cwd"]
-        );
-        assert_eq!(
-            rules("from pathlib import Path\nPath('../x').write_text('y')\n"),
-            ["write-outside-cwd"]
-        );
-        assert_eq!(
-            rules("import os\nx = os.environ['HOME']\n"),
-            ["environment"]
-        );
-        assert_eq!(
-            rules("from os import getenv\ngetenv('X')\n"),
-            ["environment", "environment"]
-        );
-        assert_eq!(rules("k = open('~/.ssh/id_rsa').read()\n"), ["credentials"]);
-        assert_eq!(
-            rules("import os\nt = os.environ.get('GITHUB_TOKEN')\n"),
-            ["credentials", "environment"]
-        );
-        // The tamper scan's findings come with them.
-        assert_eq!(
-            rules("import os, sys\nos.system('x')\nsys._getframe()\n"),
-            ["shell", "frame-introspection"]
-        );
+    fn each_rule_flags_its_pattern() {
+        let cases: &[(&str, &[&str])] = &[
+            ("import os\nos.system('ls')\n", &["shell"]),
+            (
+                "import subprocess\nsubprocess.run('ls | wc', shell=True)\n",
+                &["shell"],
+            ),
+            (
+                "from subprocess import Popen\nPopen(['ls'])\n",
+                &["subprocess"],
+            ),
+            ("import os\nos.execvp('ls', ['ls'])\n", &["subprocess"]),
+            ("import requests\nrequests.get(url)\n", &["network"]),
+            (
+                "import urllib.request\nurllib.request.urlopen('https://example.com')\n",
+                &["network"],
+            ),
+            ("s.connect((host, 80))\n", &["network"]),
+            ("import shutil\nshutil.rmtree(d)\n", &["delete"]),
+            ("from pathlib import Path\nPath(p).unlink()\n", &["delete"]),
+            (
+                "with open('/etc/hosts', 'a') as f:\n pass\n",
+                &["write-outside-cwd"],
+            ),
+            (
+                "import os\nopen(os.path.join('~', 'x'), mode='w')\n",
+                &["write-outside-cwd"],
+            ),
+            (
+                "import shutil\nshutil.copy('a', '/usr/bin/a')\n",
+                &["write-outside-cwd"],
+            ),
+            (
+                "from pathlib import Path\nPath('../x').write_text('y')\n",
+                &["write-outside-cwd"],
+            ),
+            ("import os\nx = os.environ['HOME']\n", &["environment"]),
+            (
+                "from os import getenv\ngetenv('X')\n",
+                &["environment", "environment"],
+            ),
+            ("k = open('~/.ssh/id_rsa').read()\n", &["credentials"]),
+            (
+                "import os\nt = os.environ.get('GITHUB_TOKEN')\n",
+                &["credentials", "environment"],
+            ),
+            // The tamper scan's findings come with them.
+            (
+                "import os, sys\nos.system('x')\nsys._getframe()\n",
+                &["shell", "frame-introspection"],
+            ),
+        ];
+        for (code, want) in cases {
+            assert_eq!(rules(code), *want, "{code:?}");
+        }
     }
 
     #[test]

@@ -8,8 +8,27 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use bcb_dataset::{Dataset, DatasetSpec, Subset};
+
+/// One `#[test]` per local executor: `$process` and `$pool` each call `$check` with their
+/// kind (and the `$arg`s after it).
+#[allow(unused_macros)] // not every test binary runs a check on both
+macro_rules! on_both_executors {
+    ($process:ident, $pool:ident, $check:path $(, $arg:expr)*) => {
+        #[test]
+        fn $process() {
+            $check(bcb_execute::LocalKind::Process $(, $arg)*);
+        }
+
+        #[test]
+        fn $pool() {
+            $check(bcb_execute::LocalKind::Pool $(, $arg)*);
+        }
+    };
+}
 use bcb_execute::LocalKind;
 use bcb_execute::{executor_for, ExecConfig, Executor, Job, JobId, Limits, Outcome, Program};
+#[allow(unused_imports)] // not every test binary runs a check on both
+pub(crate) use on_both_executors;
 
 /// The eval interpreter from `BCB_PYTHON`; `None` (test skipped) unless `BCB_REQUIRE_PYTHON=1`.
 pub fn python() -> Option<PathBuf> {

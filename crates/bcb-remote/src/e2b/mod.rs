@@ -24,7 +24,7 @@ use base64::Engine;
 use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use serde_json::{json, Value};
 
-use crate::{all_failed, short, HttpRetry, JobResults, RemoteBackend};
+use crate::{all_failed, short, text_field, HttpRetry, JobResults, RemoteBackend};
 use bcb_executor::{ExecConfig, ExecError, Job, LocalKind};
 
 /// Where the sandbox's home is (E2B's default user).
@@ -216,16 +216,13 @@ impl E2bBackend {
                 ))
             })?;
         let v = checked(resp, "creating the sandbox", &format!("check E2B_API_KEY and that template `{}` exists (`e2b template list`; build it from sandbox-templates/)", self.opts.template))?;
-        let id = v
-            .get("sandboxID")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                ExecError::fatal(
-                    format!("E2B answered without a sandboxID: {}", short(&v)),
-                    "report this to bcb",
-                )
-            })?
-            .to_string();
+        let id = text_field(
+            &v,
+            "sandboxID",
+            "E2B answered without a sandboxID",
+            "report this to bcb",
+        )?
+        .to_string();
         let domain = v.get("domain").and_then(Value::as_str).unwrap_or("e2b.app");
         let envd = self
             .opts

@@ -32,7 +32,7 @@ use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::{all_failed, error_chain, short, HttpRetry, JobResults, RemoteBackend};
+use crate::{all_failed, error_chain, short, text_field, HttpRetry, JobResults, RemoteBackend};
 use bcb_executor::{ExecError, Job, JobId, Outcome};
 
 /// The upstream Space (the original's default `--gradio_endpoint`).
@@ -312,15 +312,12 @@ impl GradioBackend {
         let body = json!({"data": self.data(file, min_time, ids)});
         let resp = self.send("submit", &|| self.http.post(&call_url).json(&body))?;
         let accepted = json_body(resp, "submit", &call_url)?;
-        let event_id = accepted
-            .get("event_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                ExecError::fatal(
-                    format!("{call_url} gave no event_id: {}", short(&accepted)),
-                    "check --gradio-endpoint is an evaluator Space",
-                )
-            })?;
+        let event_id = text_field(
+            &accepted,
+            "event_id",
+            &format!("{call_url} gave no event_id"),
+            "check --gradio-endpoint is an evaluator Space",
+        )?;
         let stream_url = format!("{call_url}/{event_id}");
         let resp = match self.authed(self.http.get(&stream_url)).send() {
             Ok(r) if r.status().is_success() => r,

@@ -607,70 +607,69 @@ mod tests {
     }
 
     #[test]
-    fn flags_each_rule() {
-        assert_eq!(
-            rules("import sys\nf = sys._getframe()\n"),
-            ["frame-introspection"]
-        );
-        assert_eq!(
-            rules("from inspect import currentframe as cf\ncf()\n"),
-            ["frame-introspection"]
-        );
-        assert_eq!(rules("import gc\ngc.get_objects()\n"), ["gc-introspection"]);
-        assert_eq!(
-            rules("import unittest\nunittest.TestCase.run = None\n"),
-            ["unittest-write"]
-        );
-        assert_eq!(
-            rules("from unittest import TestCase\nTestCase.run = None\n"),
-            ["unittest-write"]
-        );
-        assert_eq!(
-            rules("import builtins\nbuiltins.__import__ = None\n"),
-            ["import-hook"]
-        );
-        assert_eq!(
-            rules("import builtins as b\nb.__build_class__ = None\n"),
-            ["import-hook"]
-        );
-        assert_eq!(rules("__builtins__['open'] = None\n"), ["builtins-write"]);
-        assert_eq!(
-            rules("import sys\nsys.modules['json'].dumps = None\n"),
-            ["module-patch"]
-        );
-        assert_eq!(
-            rules("import sys\nj = sys.modules['json']\nj.dumps = None\n"),
-            ["module-patch"]
-        );
-        assert_eq!(rules("import json\njson.dumps = None\n"), ["module-patch"]);
-        assert_eq!(
-            rules("import sys\nh = sys.modules['__main__']\n"),
-            ["harness-access"]
-        );
-        assert_eq!(
-            rules("def f(): pass\nf.__code__ = None\n"),
-            ["function-patch"]
-        );
-        assert_eq!(rules("open('/proc/self/mem', 'rb')\n"), ["proc-mem"]);
-        assert_eq!(rules("open('/proc/%d/mem' % 1)\n"), ["proc-mem"]);
-        assert_eq!(rules("import ctypes\n"), ["ctypes"]);
-        assert!(scan_for_task("import ctypes\n", &["ctypes"]).is_empty());
-        assert_eq!(rules("import sys\nsys.settrace(None)\n"), ["trace-hook"]);
-        assert_eq!(
-            rules("import sys\nsys.meta_path.insert(0, None)\n"),
-            ["import-hook"]
-        );
-        assert_eq!(rules("object.__subclasses__()\n"), ["subclass-walk"]);
-        assert_eq!(
-            rules("import os\nsetattr(os, 'write', None)\n"),
-            ["module-patch"]
-        );
-        assert_eq!(rules("import sys\nsys.modules = {}\n"), ["module-patch"]);
-        assert_eq!(rules("import os\nos.write(5, b'x')\n"), ["raw-fd"]);
-        assert_eq!(rules("from os import read\nread(7, 64)\n"), ["raw-fd"]);
-        assert_eq!(
-            rules("import os\nos.listdir('/proc/self/fd')\n"),
-            ["raw-fd"]
+    fn each_rule_flags_its_pattern() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "import sys\nf = sys._getframe()\n",
+                &["frame-introspection"],
+            ),
+            (
+                "from inspect import currentframe as cf\ncf()\n",
+                &["frame-introspection"],
+            ),
+            ("import gc\ngc.get_objects()\n", &["gc-introspection"]),
+            (
+                "import unittest\nunittest.TestCase.run = None\n",
+                &["unittest-write"],
+            ),
+            (
+                "from unittest import TestCase\nTestCase.run = None\n",
+                &["unittest-write"],
+            ),
+            (
+                "import builtins\nbuiltins.__import__ = None\n",
+                &["import-hook"],
+            ),
+            (
+                "import builtins as b\nb.__build_class__ = None\n",
+                &["import-hook"],
+            ),
+            ("__builtins__['open'] = None\n", &["builtins-write"]),
+            (
+                "import sys\nsys.modules['json'].dumps = None\n",
+                &["module-patch"],
+            ),
+            (
+                "import sys\nj = sys.modules['json']\nj.dumps = None\n",
+                &["module-patch"],
+            ),
+            ("import json\njson.dumps = None\n", &["module-patch"]),
+            (
+                "import sys\nh = sys.modules['__main__']\n",
+                &["harness-access"],
+            ),
+            ("def f(): pass\nf.__code__ = None\n", &["function-patch"]),
+            ("open('/proc/self/mem', 'rb')\n", &["proc-mem"]),
+            ("open('/proc/%d/mem' % 1)\n", &["proc-mem"]),
+            ("import ctypes\n", &["ctypes"]),
+            ("import sys\nsys.settrace(None)\n", &["trace-hook"]),
+            (
+                "import sys\nsys.meta_path.insert(0, None)\n",
+                &["import-hook"],
+            ),
+            ("object.__subclasses__()\n", &["subclass-walk"]),
+            ("import os\nsetattr(os, 'write', None)\n", &["module-patch"]),
+            ("import sys\nsys.modules = {}\n", &["module-patch"]),
+            ("import os\nos.write(5, b'x')\n", &["raw-fd"]),
+            ("from os import read\nread(7, 64)\n", &["raw-fd"]),
+            ("import os\nos.listdir('/proc/self/fd')\n", &["raw-fd"]),
+        ];
+        for (code, want) in cases {
+            assert_eq!(rules(code), *want, "{code:?}");
+        }
+        assert!(
+            scan_for_task("import ctypes\n", &["ctypes"]).is_empty(),
+            "ctypes tasks"
         );
     }
 
