@@ -67,6 +67,18 @@ impl GroundTruth {
             .and_then(|o| o.cpu_secs)
     }
 
+    /// [`Self::expected_secs`], else the shipped prior: what orders a task's jobs.
+    pub fn secs_or_prior(&self, task_id: &str) -> Option<f64> {
+        self.expected_secs(task_id)
+            .or_else(|| crate::priors::expected_secs(task_id))
+    }
+
+    /// [`Self::expected_cpu_secs`], else the shipped prior.
+    pub fn cpu_secs_or_prior(&self, task_id: &str) -> Option<f64> {
+        self.expected_cpu_secs(task_id)
+            .or_else(|| crate::priors::expected_cpu_secs(task_id))
+    }
+
     pub fn outcome(&self, task_id: &str) -> Option<&Outcome> {
         self.entries.get(task_id)
     }

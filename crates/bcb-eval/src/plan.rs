@@ -165,12 +165,8 @@ pub fn ground_truth_jobs<'a>(
                 entry_point: task.entry_point.clone(),
                 time_limit: Duration::from_secs_f64(limit),
                 kind: bcb_execute::JobKind::Unittest,
-                expected_secs: previous
-                    .expected_secs(&task.task_id)
-                    .or_else(|| priors::expected_secs(&task.task_id)),
-                expected_cpu_secs: previous
-                    .expected_cpu_secs(&task.task_id)
-                    .or_else(|| priors::expected_cpu_secs(&task.task_id)),
+                expected_secs: previous.secs_or_prior(&task.task_id),
+                expected_cpu_secs: previous.cpu_secs_or_prior(&task.task_id),
             }
         })
         .collect();
@@ -199,7 +195,7 @@ pub fn sample_jobs<'a>(
                 .or_insert_with(|| task.test.as_str().into())
                 .clone();
             let limit = sample_time_limit(gt_secs, settings.min_time_limit, settings.base_timeout);
-            let base = gt_secs.or_else(|| priors::expected_secs(&task.task_id));
+            let base = gt.secs_or_prior(&task.task_id);
             Job {
                 id: p.id.clone(),
                 code: p.solution.clone(),
@@ -209,9 +205,7 @@ pub fn sample_jobs<'a>(
                 // Likely sleepers count as most of their limit: they start first.
                 kind: bcb_execute::JobKind::Unittest,
                 expected_secs: crate::sleepers::expected_secs(&p.solution, base, limit),
-                expected_cpu_secs: gt
-                    .expected_cpu_secs(&task.task_id)
-                    .or_else(|| priors::expected_cpu_secs(&task.task_id)),
+                expected_cpu_secs: gt.cpu_secs_or_prior(&task.task_id),
             }
         })
         .collect();

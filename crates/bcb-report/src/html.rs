@@ -340,15 +340,17 @@ fn strip(h: &mut String, report: &Report) {
     }
     h.push_str("</div><div class=\"legend small\">");
     let _ = write!(h, "<span><i class=\"sw c-pass\"></i>pass</span>");
-    for c in FailureClass::ALL {
-        let _ = write!(
-            h,
-            "<span><i class=\"sw c-{}\"></i>{}</span>",
-            c.key(),
-            esc(c.label())
-        );
-    }
+    per_class(h, |key, label| {
+        format!("<span><i class=\"sw c-{key}\"></i>{label}</span>")
+    });
     h.push_str("</div></section>");
+}
+
+/// One piece of markup per failure class, in display order, from its key and escaped label.
+fn per_class(h: &mut String, piece: impl Fn(&str, &str) -> String) {
+    for c in FailureClass::ALL {
+        h.push_str(&piece(c.key(), &esc(c.label())));
+    }
 }
 
 fn verdict_cell(v: &Option<crate::summary::TaskVerdict>) -> String {
@@ -450,14 +452,9 @@ fn libraries(h: &mut String, report: &Report) {
 
 fn task_table(h: &mut String, report: &Report) {
     h.push_str("<section><h2>All tasks</h2><div class=\"filters\"><input id=\"q\" type=\"search\" placeholder=\"filter: task, library, domain…\" aria-label=\"filter\"><select id=\"cls\" aria-label=\"class\"><option value=\"\">any verdict</option><option value=\"fail\">any failure</option><option value=\"disagree\">models disagree</option><option value=\"env\">environment</option><option value=\"flaky\">flaky</option>");
-    for c in FailureClass::ALL {
-        let _ = write!(
-            h,
-            "<option value=\"{}\">{}</option>",
-            c.key(),
-            esc(c.label())
-        );
-    }
+    per_class(h, |key, label| {
+        format!("<option value=\"{key}\">{label}</option>")
+    });
     h.push_str("</select><span id=\"shown\" class=\"muted\"></span></div><div class=\"scroll\"><table id=\"tasks\" class=\"sortable\"><thead><tr><th>task</th><th>domains</th><th>libraries</th><th>solve rate</th>");
     model_headers(h, report, "");
     h.push_str("</tr></thead><tbody>");

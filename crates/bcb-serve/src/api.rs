@@ -168,6 +168,14 @@ fn ndjson(state: Arc<AppState>, rx: tokio::sync::mpsc::Receiver<Item>) -> Respon
     res
 }
 
+/// A handler's answer: 200 with `res`'s JSON, or its error as `clients` expect it.
+pub fn reply(clients: Clients, res: Result<impl serde::Serialize, ApiError>) -> Response {
+    match res {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => clients.answer(e).into_response(),
+    }
+}
+
 pub fn json_response(status: StatusCode, v: &impl serde::Serialize) -> Response {
     let mut res = (status, serde_json::to_vec(v).unwrap_or_default()).into_response();
     res.headers_mut().insert(
@@ -207,10 +215,7 @@ pub async fn tasks(
             "tasks": tasks,
         }))
     };
-    match run() {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => e.into_response(),
-    }
+    reply(Clients::Native, run())
 }
 
 pub async fn healthz() -> Response {

@@ -10,14 +10,14 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bcb_dataset::{Split, Subset};
 use bcb_execute::Status;
 use bcb_sanitize::{AnswerText, ReadAs};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::json_response;
+use crate::api::{json_response, reply};
 use crate::backend::{SampleBody, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
@@ -122,9 +122,7 @@ pub async fn list_ids(
             .map(|t| t.task_id.as_str())
             .collect::<Vec<_>>()))
     };
-    run().map_or_else(IntoResponse::into_response, |v| {
-        json_response(StatusCode::OK, &v)
-    })
+    reply(Clients::Fusion, run())
 }
 
 pub async fn get_prompts(
@@ -154,9 +152,7 @@ pub async fn get_prompts(
             .collect();
         Ok(Value::Array(prompts))
     };
-    run().map_or_else(IntoResponse::into_response, |v| {
-        json_response(StatusCode::OK, &v)
-    })
+    reply(Clients::Fusion, run())
 }
 
 /// `provided_data`: a dataset row sent by the client. It may name the task (`task_id`); a
@@ -208,10 +204,7 @@ pub async fn submit(
     State(state): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match submit_inner(&state, raw).await {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => Clients::Fusion.answer(e).into_response(),
-    }
+    reply(Clients::Fusion, submit_inner(&state, raw).await)
 }
 
 async fn submit_inner(

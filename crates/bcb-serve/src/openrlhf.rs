@@ -13,13 +13,12 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bcb_execute::Status;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::json_response;
+use crate::api::reply;
 use crate::backend::{SampleBody, SubmitOptions, SubmitSample};
 use crate::catalog::Catalog;
 use crate::error::ApiError;
@@ -55,10 +54,7 @@ pub async fn reward(
     State(state): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match reward_inner(&state, raw).await {
-        Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => Clients::OpenRlhf.answer(e).into_response(),
-    }
+    reply(Clients::OpenRlhf, reward_inner(&state, raw).await)
 }
 
 async fn reward_inner(

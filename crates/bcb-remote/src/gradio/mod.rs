@@ -319,39 +319,23 @@ impl GradioBackend {
             "check --gradio-endpoint is an evaluator Space",
         )?;
         let stream_url = format!("{call_url}/{event_id}");
+        // The stream lost: the chunk is sent again (a Space that restarts loses its queue).
+        let lost = |why: String| Err(Attempt::Lost(format!("the result stream {why}")));
         let resp = match self.authed(self.http.get(&stream_url)).send() {
             Ok(r) if r.status().is_success() => r,
-            Ok(r) => {
-                return Err(Attempt::Lost(format!(
-                    "the result stream answered HTTP {}",
-                    r.status()
-                )))
-            }
-            Err(e) => {
-                return Err(Attempt::Lost(format!(
-                    "the result stream failed: {}",
-                    error_chain(&e)
-                )))
-            }
+            Ok(r) => return lost(format!("answered HTTP {}", r.status())),
+            Err(e) => return lost(format!("failed: {}", error_chain(&e))),
         };
         let started = Instant::now();
         let mut heartbeats = 0u64;
         let mut reader = sse::Reader::new(BufReader::new(resp));
         loop {
-            let msg = match reader.next_message() {
+            let next = reader.next_message();
+            let after = started.elapsed();
+            let msg = match next {
                 Ok(Some(m)) => m,
-                Ok(None) => {
-                    return Err(Attempt::Lost(format!(
-                        "the result stream ended after {:.0?} without a result",
-                        started.elapsed()
-                    )))
-                }
-                Err(e) => {
-                    return Err(Attempt::Lost(format!(
-                        "the result stream broke after {:.0?}: {e}",
-                        started.elapsed()
-                    )))
-                }
+                Ok(None) => return lost(format!("ended after {after:.0?} without a result")),
+                Err(e) => return lost(format!("broke after {after:.0?}: {e}")),
             };
             match msg.event.as_str() {
                 "complete" => {
