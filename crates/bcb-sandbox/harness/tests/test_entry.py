@@ -24,7 +24,7 @@ def slot_with_config(cfg, fds):
         os.dup2(ev_w, 4)
 
     p = subprocess.run(
-        [sys.executable, "-I", os.path.join(HARNESS, "bcb_harness.py")],
+        [sys.executable, "-I", "-B", os.path.join(HARNESS, "bcb_harness.py")],
         close_fds=False,  # closing happens after `preexec_fn`, and would take 3 and 4 too
         preexec_fn=to_3_and_4,
         capture_output=True,
