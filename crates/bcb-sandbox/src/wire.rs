@@ -1,7 +1,8 @@
 //! The protocol between a slot (Rust) and its harness process (`harness/`), as serde types.
 //! Control pipe (fd 3, JSON lines to the harness): one [`SlotConfig`], then [`JobRequest`]s or
 //! [`Control`] ops (exit, and the governor's freeze, thaw and credit). Event pipe (fd 4, JSON lines from the harness): [`Event`]s.
-//! The harness package's `__init__.py` lists the same fields; change both together.
+//! The harness package's `__init__.py` lists the same fields; change both together
+//! (`tests/wire_agreement.rs` checks that the two sides agree, field by field).
 
 use std::collections::BTreeMap;
 use std::fs::File;

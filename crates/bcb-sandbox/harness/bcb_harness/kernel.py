@@ -76,7 +76,9 @@ def setns(fd, nstype):
 def mount(src, target, fstype, flags, data=None):
     import ctypes
 
-    enc = lambda s: None if s is None else s.encode()
+    def enc(s):
+        return None if s is None else s.encode()
+
     _check(
         libc().mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
         "mount %s" % target,

@@ -123,7 +123,7 @@ def run_sample(job, cfg, base, emit=None, stop_clone=lambda: None):
             stop_clone()
             stamps["module"] = time.monotonic()
             sys.modules["__test__"] = module
-            TestCases = getattr(module, "TestCases")
+            TestCases = getattr(module, "TestCases")  # noqa: B009 -- upstream's line; a call through builtins.getattr is not an attribute load
             loader = unittest.TestLoader()
             suite = loader.loadTestsFromTestCase(TestCases)
             if emit is not None:

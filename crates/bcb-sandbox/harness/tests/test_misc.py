@@ -1,0 +1,112 @@
+"""The small pure parts: script paths and limits, the report encoder, the job pipe, a clone's
+stop, the reaper's readings, descriptors, preloads, the interpreter's paths."""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+from conftest import run_forked
+
+from bcb_harness import child, kernel, reap, rootfs, script, slot
+
+
+def test_a_script_file_path_must_stay_in_its_directory(tmp_path):
+    work = str(tmp_path)
+    os.symlink("/etc", tmp_path / "etc")
+    assert script.inside(work, "a/b.txt") == os.path.join(work, "a/b.txt")
+    for rel in ("../x", "/etc/passwd", "a/../../x", "etc/passwd", ".", ""):
+        assert script.inside(work, rel) is None, rel
+
+
+def test_a_scripts_memory_cap_lowers_the_slots_limits_and_never_raises_them():
+    cfg = {"limits": {"max_as_mb": 4096, "max_data_mb": 4096, "max_stack_mb": 10}}
+    assert script.script_limits(cfg, {}) == (4096, 4096, 10)
+    assert script.script_limits(cfg, {"memory_mb": 512}) == (512, 512, 10)
+    assert script.script_limits(cfg, {"memory_mb": 9000}) == (4096, 4096, 10)
+    cfg["limits"]["memory_rlimit_mb"] = 1024
+    assert script.script_limits(cfg, {"memory_mb": 2048}) == (1024, 1024, 10)
+    none = {"limits": {"max_as_mb": 0, "max_data_mb": 0, "max_stack_mb": 0}}
+    assert script.script_limits(none, {"memory_mb": 256}) == (256, 256, 0)
+
+
+def test_the_report_encoder_writes_what_json_dumps_writes_and_ignores_later_patches(monkeypatch):
+    encode = child.make_report_encoder()
+    report = {"status": "pass", "details": {"test_é": "Traceback\n\t\"x\""}, "test_secs": 0.5, "ran": ["a"], "skipped": 0, "integrity": None}
+    assert encode(report) == json.dumps(report)
+    monkeypatch.setattr(json, "dumps", lambda *a, **k: "forged")
+    assert json.loads(encode(report)) == report
+    try:
+        encode({"x": object()})
+        raise AssertionError("an object is not JSON")
+    except TypeError:
+        pass
+
+
+def test_the_job_is_read_from_its_pipe_to_the_end(fds):
+    r, w = fds.pipe()
+    os.write(w, json.dumps({"key": 1, "code": "x = 1"}).encode())
+    fds.close(w)
+    assert child.read_job(r) == {"key": 1, "code": "x = 1"}
+    fds.opened.remove(r)  # read_job closed it
+    try:
+        os.fstat(r)
+        raise AssertionError("the job fd is closed")
+    except OSError:
+        pass
+
+
+def test_a_clone_of_the_sample_ends_at_the_stop_and_the_sample_goes_on():
+    stop = child.make_clone_stop()
+    stop()  # the sample's own process: nothing happens
+
+    def clone():
+        stop()
+        return 5  # never reached
+
+    assert run_forked(clone) == 0
+
+
+def test_oom_kills_are_read_from_the_memory_cgroup(tmp_path):
+    (tmp_path / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    assert reap.cgroup_oom_kills({"cgroups": [str(tmp_path / "none"), str(tmp_path)]}) == 3
+    assert reap.cgroup_oom_kills({"cgroups": [str(tmp_path / "none")]}) is None
+    assert reap.cgroup_oom_kills({}) is None
+
+
+def test_a_live_childs_cpu_and_descendants_are_read_from_proc():
+    p = subprocess.Popen([sys.executable, "-c", "import time; sum(range(10**6)); time.sleep(30)"])
+    try:
+        assert p.pid in reap.list_descendants(os.getpid())
+        cpu = reap.live_cpu(p.pid)
+        assert isinstance(cpu, float) and cpu >= 0.0
+    finally:
+        p.kill()
+        p.wait()
+    assert reap.live_cpu(p.pid) is None
+
+
+def test_a_random_fd_is_free_and_avoids_the_given_numbers():
+    top = max(64, min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 4096))
+    avoid = set(range(10, top - 1))
+    assert kernel.random_fd(avoid) == top - 1
+    for _ in range(20):
+        fd = kernel.random_fd({0, 1, 2})
+        assert 10 <= fd < top
+        try:
+            os.fstat(fd)
+            raise AssertionError("fd %d is open" % fd)
+        except OSError:
+            pass
+
+
+def test_a_preload_that_fails_is_named_with_its_error():
+    assert slot.import_preloads(["json", "bcb_no_such_module", "os.path"]) == ["bcb_no_such_module (ModuleNotFoundError)"]
+
+
+def test_the_interpreters_trees_and_extra_paths_are_bound_once(tmp_path):
+    paths = rootfs.python_paths({"ro_paths": [str(tmp_path), str(tmp_path / "missing")]})
+    assert str(tmp_path) in paths and str(tmp_path / "missing") not in paths
+    assert os.path.realpath(sys.prefix) in paths
+    assert len(paths) == len(set(paths)) and all(os.path.isdir(p) for p in paths)
