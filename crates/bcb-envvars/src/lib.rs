@@ -125,6 +125,7 @@ env_vars! {
     Tests BCB_K8S_VALIDATE "The `kubernetes-validate` executable (schemas bundled) the manifests test validates `examples/k8s/` with (`.ci/setup-k8s-validate.sh` prints it).";
     Tests BCB_REQUIRE_PODMAN "`1`: tests fail instead of skipping when podman or mmdebstrap is missing (`.ci/setup-podman.sh`).";
     Tests BCB_PODMAN "The `podman` executable the image test builds and runs bcb's image with (`.ci/setup-podman.sh` prints it).";
+    Tests BCB_REQUIRE_HARNESS "`1`: the harness's lint and unit tests fail instead of skipping when ruff or pytest is missing (`.ci/setup-harness-checks.sh`).";
     Tests BCB_RUFF "The `ruff` executable the harness test lints the sandbox's Python harness with (`.ci/setup-harness-checks.sh` prints it).";
     Tests BCB_PYTEST_PYTHON "Python 3.11 with pytest, for the harness's unit tests (`.ci/setup-harness-checks.sh` prints it).";
     Tests BCB_REQUIRE_CHROMIUM "`1`: the report-page test fails instead of skipping when Chromium is missing.";

@@ -13,7 +13,7 @@ use std::process::Command;
 /// Runs the tool in `var` with `args` in the harness's directory: the tool, whether it
 /// succeeded, its output; `None` when the tool is missing (the test skips).
 fn in_harness(var: &str, what: &str, args: &[&str]) -> Option<(PathBuf, bool, String)> {
-    let tool = common::require(var, None, what)?;
+    let tool = bcb_testkit::require(bcb_testkit::Need::Harness, var, what)?;
     let (ok, out) = common::run(
         Command::new(&tool)
             .args(args)

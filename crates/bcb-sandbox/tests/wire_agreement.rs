@@ -358,7 +358,7 @@ fn strings(v: &Value) -> BTreeSet<String> {
 
 #[test]
 fn bcb_and_its_harness_agree_on_every_field_of_the_wire() {
-    let Some(python) = common::eval_python() else {
+    let Some(python) = bcb_testkit::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -42,6 +42,9 @@ pub enum Need {
     K8s,
     /// podman and mmdebstrap, to build and run bcb's image (`BCB_PODMAN`; `.ci/setup-podman.sh`).
     Podman,
+    /// ruff and pytest, to check the sandbox's Python harness (`BCB_RUFF`,
+    /// `BCB_PYTEST_PYTHON`; `.ci/setup-harness-checks.sh`).
+    Harness,
 }
 
 impl Need {
@@ -57,6 +60,7 @@ impl Need {
             Need::Serve => EnvVars::BCB_REQUIRE_SERVE,
             Need::K8s => EnvVars::BCB_REQUIRE_K8S,
             Need::Podman => EnvVars::BCB_REQUIRE_PODMAN,
+            Need::Harness => EnvVars::BCB_REQUIRE_HARNESS,
         }
     }
 
