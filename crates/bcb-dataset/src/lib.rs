@@ -18,6 +18,39 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+/// `as_str`, `Display` and a case-insensitive `FromStr` (naming what was expected) for an
+/// enum whose every variant is one word.
+macro_rules! words {
+    ($ty:ident, $what:literal, $($variant:ident => $word:literal),+) => {
+        impl $ty {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $word),+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.to_ascii_lowercase().as_str() {
+                    $($word => Ok($ty::$variant),)+
+                    other => {
+                        let expected = [$(concat!("`", $word, "`")),+].join(" or ");
+                        Err(format!("unknown {} `{other}`: expected {expected}", $what))
+                    }
+                }
+            }
+        }
+    };
+}
+
 /// Every published dataset version, oldest first.
 pub const VERSIONS: &[&str] = &[
     "v0.1.0_hf",
@@ -42,33 +75,7 @@ pub enum Subset {
     Hard,
 }
 
-impl Subset {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Subset::Full => "full",
-            Subset::Hard => "hard",
-        }
-    }
-}
-
-impl fmt::Display for Subset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Subset {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "full" => Ok(Subset::Full),
-            "hard" => Ok(Subset::Hard),
-            other => Err(format!(
-                "unknown subset `{other}`: expected `full` or `hard`"
-            )),
-        }
-    }
-}
+words!(Subset, "subset", Full => "full", Hard => "hard");
 
 /// Prompt flavour: `complete` (docstring) or `instruct` (natural language).
 #[derive(
@@ -81,33 +88,7 @@ pub enum Split {
     Instruct,
 }
 
-impl Split {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Split::Complete => "complete",
-            Split::Instruct => "instruct",
-        }
-    }
-}
-
-impl fmt::Display for Split {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Split {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "complete" => Ok(Split::Complete),
-            "instruct" => Ok(Split::Instruct),
-            other => Err(format!(
-                "unknown split `{other}`: expected `complete` or `instruct`"
-            )),
-        }
-    }
-}
+words!(Split, "split", Complete => "complete", Instruct => "instruct");
 
 /// Checks a version string against [`VERSIONS`].
 pub fn parse_version(s: &str) -> Result<String, String> {

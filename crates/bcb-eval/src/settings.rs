@@ -23,6 +23,23 @@ pub struct Settings {
     pub hacks: bcb_execute::HackPolicy,
 }
 
+/// Upstream's defaults (`complete`, calibrated, 1-s minimum, 240-s base limit), bcb's
+/// default limits and policies, in no named environment.
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            split: Split::Complete,
+            calibrated: true,
+            min_time_limit: 1.0,
+            base_timeout: crate::DEFAULT_BASE_TIMEOUT,
+            limits: Limits::default(),
+            runtime: String::new(),
+            tamper: TamperPolicy::default(),
+            hacks: bcb_execute::HackPolicy::default(),
+        }
+    }
+}
+
 impl Settings {
     /// A stable text of what changes how a program runs — time settings, limits, the
     /// environment — and so its verdict: the key of the ground-truth cache and of the verdict
@@ -59,14 +76,9 @@ mod tests {
 
     fn settings() -> Settings {
         Settings {
-            split: Split::Complete,
-            calibrated: true,
-            min_time_limit: 1.0,
-            base_timeout: 240.0,
-            limits: Limits::default(),
             runtime: "env".into(),
             tamper: TamperPolicy::Refuse,
-            hacks: bcb_execute::HackPolicy::default(),
+            ..Settings::default()
         }
     }
 

@@ -5,10 +5,10 @@
 //! thaws what overlaps the CPU-bound samples.
 
 /// The [`bcb_executor::Executor`] methods both local executors share, for a type with a
-/// `base` ([`process::Base`]) and a `serve_upto(source, jobs, done)`: a batch is a source that
-/// closes after its jobs, `serve` runs until the source closes, and the run's header lists the
-/// sandbox's protections in force; `new` takes the host's isolation. The tokens after the
-/// name are the type's other `Executor` methods.
+/// `base` ([`process::Base`]) and an infallible `serve_upto(source, jobs, done)`: a batch is a
+/// source that closes after its jobs, `serve` runs until the source closes, and the run's
+/// header lists the sandbox's protections in force; `new` takes the host's isolation. The
+/// tokens after the name are the type's other `Executor` methods.
 macro_rules! local_executor {
     ($ty:ty, $name:literal, $($rest:tt)*) => {
         impl $ty {
@@ -30,7 +30,8 @@ macro_rules! local_executor {
             ) -> Result<(), bcb_executor::ExecError> {
                 let n = jobs.len();
                 bcb_executor::intake::run_via_serve(jobs, done, |source, done| {
-                    self.serve_upto(source, Some(n), done)
+                    self.serve_upto(source, Some(n), done);
+                    Ok(())
                 })
             }
 
@@ -40,7 +41,8 @@ macro_rules! local_executor {
                 source: &dyn bcb_executor::JobSource,
                 done: &bcb_executor::OnServed,
             ) -> Result<(), bcb_executor::ExecError> {
-                self.serve_upto(source, None, done)
+                self.serve_upto(source, None, done);
+                Ok(())
             }
 
             fn describe(&self) -> Vec<String> {

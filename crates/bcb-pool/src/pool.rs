@@ -286,12 +286,8 @@ fn log_stages(msg: &bcb_sandbox::wire::ResultMsg, round_trip: std::time::Duratio
 }
 
 impl PoolExecutor {
-    fn serve_upto(
-        &self,
-        source: &dyn JobSource,
-        jobs: Option<usize>,
-        done: &OnServed,
-    ) -> Result<(), ExecError> {
+    /// Runs what `source` hands out (`jobs` of them, when known) until it closes.
+    fn serve_upto(&self, source: &dyn JobSource, jobs: Option<usize>, done: &OnServed) {
         let admission = self.base.admission();
         // A batch warms its extra (overlap) slots on first use: many runs never need them.
         // A service warms them all before it is ready (memory permitting): its first burst
@@ -329,7 +325,6 @@ impl PoolExecutor {
             }
         };
         run_queue(source, jobs, admission, &make, &step, &settle, done);
-        Ok(())
     }
 }
 

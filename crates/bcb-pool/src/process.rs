@@ -194,12 +194,8 @@ impl ProcessExecutor {
         })
     }
 
-    fn serve_upto(
-        &self,
-        source: &dyn JobSource,
-        jobs: Option<usize>,
-        done: &OnServed,
-    ) -> Result<(), ExecError> {
+    /// Runs what `source` hands out (`jobs` of them, when known) until it closes.
+    fn serve_upto(&self, source: &dyn JobSource, jobs: Option<usize>, done: &OnServed) {
         let make = |w: usize, _primary: bool| self.base.spec(&format!("p{w}"), &[], true);
         let step = |state: &mut Result<(SlotSpec, SlotCgroups)>, job: &Job, seat: &Seat| match state
         {
@@ -215,7 +211,6 @@ impl ProcessExecutor {
             &|_| {},
             done,
         );
-        Ok(())
     }
 }
 

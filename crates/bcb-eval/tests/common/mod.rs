@@ -4,9 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bcb_dataset::{Dataset, Split, Subset};
+use bcb_dataset::{Dataset, Subset};
 use bcb_eval::{RetryPolicy, Settings};
-use bcb_execute::Limits;
 
 /// Three tasks, `BigCodeBench/0..2`, whose tests always pass.
 pub fn dataset(dir: &Path) -> Dataset {
@@ -95,13 +94,7 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 
 pub fn settings() -> Settings {
     Settings {
-        split: Split::Complete,
-        calibrated: true,
-        min_time_limit: 1.0,
-        base_timeout: 240.0,
-        limits: Limits::default(),
         runtime: "test".into(),
-        tamper: Default::default(),
-        hacks: Default::default(),
+        ..Settings::default()
     }
 }
