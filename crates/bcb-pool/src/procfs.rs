@@ -4,7 +4,9 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use bcb_sandbox::cgroups::layout;
 
 /// Each thread's time on a CPU and time waiting for one (ns), by thread id.
 pub(crate) type ThreadTimes = HashMap<u32, (u64, u64)>;
@@ -121,8 +123,8 @@ pub(crate) struct CgroupReading {
 /// thread's too (state of the main thread, times of the whole process), so each is read
 /// once. The pid lists are opened afresh each time (see [`ProcFiles`]).
 pub(crate) fn read_cgroup(files: &mut ProcFiles, cgroup: &Path) -> CgroupReading {
-    let list = |name: &str| -> Vec<u32> {
-        std::fs::read_to_string(cgroup.join(name))
+    let list = |file: PathBuf| -> Vec<u32> {
+        std::fs::read_to_string(file)
             .map(|l| {
                 l.split_whitespace()
                     .filter_map(|x| x.parse().ok())
@@ -131,10 +133,10 @@ pub(crate) fn read_cgroup(files: &mut ProcFiles, cgroup: &Path) -> CgroupReading
             .unwrap_or_default()
     };
     let mut reading = CgroupReading {
-        pids: list("cgroup.procs"),
+        pids: list(layout().procs(cgroup)),
         ..CgroupReading::default()
     };
-    for tid in list("tasks") {
+    for tid in list(layout().threads(cgroup)) {
         let Some(stat) = files.read(format!("/proc/{tid}/stat")) else {
             continue; // ended meanwhile
         };

@@ -17,7 +17,7 @@ use crate::freeze::{Freezable, Seat, FREEZE_BUDGET};
 use crate::schedule::note_spawner;
 use crate::zygote::{ForkedSlot, Zygote};
 use bcb_executor::{ExecConfig, Job};
-use bcb_sandbox::cgroups::thaw_cgroup;
+use bcb_sandbox::cgroups::{layout, thaw_cgroup};
 use bcb_sandbox::isolation::Isolation;
 use bcb_sandbox::launch::{drain_stderr, harness_command, stderr_text, READY_TIMEOUT};
 use bcb_sandbox::verdict_rules::SlotFailure;
@@ -124,7 +124,7 @@ impl Slot {
             .as_ref()
             .filter(|_| seat.is_some_and(Seat::is_extra));
         let join = warm_in
-            .map(|d| std::ffi::CString::new(d.join("cgroup.procs").as_os_str().as_encoded_bytes()))
+            .map(|d| std::ffi::CString::new(layout().procs(d).as_os_str().as_encoded_bytes()))
             .transpose()?;
         let (job_r, job_w) = cloexec_pipe()?;
         let (ev_r, ev_w) = cloexec_pipe()?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::weights::{next_weight, Seen, Weighing, PRIMARY_CPU_SHARES};
 use super::FREEZE_BUDGET;
 use crate::procfs::{read_cgroup, CgroupReading, ProcFiles};
-use bcb_sandbox::cgroups::thaw_cgroup;
+use bcb_sandbox::cgroups::{layout, thaw_cgroup};
 use bcb_sandbox::wire::{Control, ControlPipe};
 
 #[derive(Default)]
@@ -98,22 +98,22 @@ impl Freezable {
         match &self.ctrl {
             Some(ctrl) => ctrl.try_write_line(op.line().as_bytes()),
             None => {
-                let state = match op {
-                    Control::Freeze { .. } => "FROZEN",
-                    Control::Thaw { .. } => "THAWED",
+                let frozen = match op {
+                    Control::Freeze { .. } => true,
+                    Control::Thaw { .. } => false,
                     _ => return false,
                 };
-                std::fs::write(self.cgroup.join("freezer.state"), state).is_ok()
+                layout().set_frozen(&self.cgroup, frozen).is_ok()
             }
         }
     }
 
-    /// Where the slot has a cpu cgroup: the sample's CPU weight (`cpu.shares`), written
-    /// only when it changes.
+    /// Where the slot has a cpu cgroup: the sample's CPU weight (v1 shares), written only
+    /// when it changes.
     pub(super) fn set_shares(&self, shares: u32) {
         if let Some(cpu) = &self.cpu {
             if self.shares.swap(shares, Ordering::Relaxed) != shares {
-                let _ = std::fs::write(cpu.join("cpu.shares"), shares.to_string());
+                let _ = layout().set_cpu_shares(cpu, shares);
             }
         }
     }

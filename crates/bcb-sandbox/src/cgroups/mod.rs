@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use bcb_executor::ExecConfig;
 
+mod layout;
+pub use layout::{layout, CgroupLayout, V1};
+
 pub fn cgroup_controller(name: &str) -> Option<PathBuf> {
     let root = Path::new("/sys/fs/cgroup").join(name);
     // cgroup v1 only (v2 unified hierarchies would need a delegated subtree).
@@ -96,7 +99,7 @@ fn remove_cgroup(dir: &Path) {
         if std::fs::remove_dir(dir).is_ok() {
             return;
         }
-        if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+        if let Ok(procs) = std::fs::read_to_string(layout().procs(dir)) {
             for pid in procs
                 .split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok())
@@ -119,7 +122,7 @@ pub fn teardown() {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .clone();
     for dir in &dirs {
-        if dir.join("freezer.state").exists() {
+        if layout().is_freezer(dir) {
             thaw_cgroup(dir);
         }
     }
@@ -128,9 +131,9 @@ pub fn teardown() {
     }
 }
 
-/// Thaws a v1 freezer cgroup (a frozen process takes no signal, not even SIGKILL).
+/// Thaws a freezer cgroup (a frozen process takes no signal, not even SIGKILL).
 pub fn thaw_cgroup(dir: &Path) {
-    let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+    let _ = layout().set_frozen(dir, false);
 }
 
 impl SlotCgroups {
@@ -141,10 +144,7 @@ impl SlotCgroups {
             if cfg.limits.memory_mb > 0 {
                 let dir = root.join(&name);
                 if std::fs::create_dir(&dir).is_ok() {
-                    let bytes = cfg.limits.memory_mb * 1024 * 1024;
-                    let _ = std::fs::write(dir.join("memory.limit_in_bytes"), bytes.to_string());
-                    // Swap would let a bomb outlive the cap.
-                    let _ = std::fs::write(dir.join("memory.swappiness"), "0");
+                    layout().limit_memory(&dir, cfg.limits.memory_mb * 1024 * 1024);
                     dirs.push(dir);
                 }
             }
@@ -153,8 +153,7 @@ impl SlotCgroups {
             if cfg.limits.max_processes > 0 {
                 let dir = root.join(&name);
                 if std::fs::create_dir(&dir).is_ok() {
-                    let _ =
-                        std::fs::write(dir.join("pids.max"), cfg.limits.max_processes.to_string());
+                    layout().limit_pids(&dir, cfg.limits.max_processes);
                     dirs.push(dir);
                 }
             }
