@@ -10,7 +10,7 @@ mod evalkit;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use evalkit::{read_json, stderr};
 use serde_json::json;
@@ -18,14 +18,22 @@ use serde_json::json;
 /// Tasks of light (1, 4) and heavy (9: pandas/seaborn) imports, each suite under a second.
 const TASKS: [&str; 3] = ["BigCodeBench/1", "BigCodeBench/4", "BigCodeBench/9"];
 
+/// Held open by task 4's sleepy sample while it runs.
+fn sleeping_marker() -> String {
+    evalkit::marker("sleeping")
+}
+
 /// Two samples per task: the canonical solution and a wrong one; `sleepy` makes task 4's
-/// canonical sample sleep first (so a slot can be killed while it runs).
+/// canonical sample hold [`sleeping_marker`] open and sleep first (so a slot can be killed
+/// while it runs).
 fn samples(env: &evalkit::Env, name: &str, sleepy: bool) -> PathBuf {
     let mut rows = Vec::new();
     for id in TASKS {
         let mut good = env.canonical(id);
         if sleepy && id == "BigCodeBench/4" {
-            good.push_str("\nimport time as _t\n_t.sleep(4)\n");
+            good.push('\n');
+            good.push_str(&evalkit::hold_open(&sleeping_marker()));
+            good.push_str("import time as _t\n_t.sleep(4)\n");
         }
         rows.push(json!({"task_id": id, "solution": good}));
         rows.push(json!({"task_id": id, "solution": "def task_func(*a, **k):\n    return None\n"}));
@@ -175,28 +183,18 @@ fn a_slot_killed_from_outside_mid_run_is_retried() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill the slot while task 4's sleeping sample runs (the journal then holds at most the
-    // samples before it).
-    let journal = bcb_eval::journal::samples_journal_path(&bcb_samples::eval_results_path(&path));
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let killed = loop {
-        assert!(
-            Instant::now() < deadline,
-            "never saw the sleeping sample run"
-        );
-        let text = std::fs::read_to_string(&journal).unwrap_or_default();
-        let slots = harness_children(child.id());
-        // Task 4's samples come after task 0's two in the plan's order (equal priors aside):
-        // wait until something is journaled, then kill during the next sample.
-        if text.lines().count() >= 2 && !slots.is_empty() {
-            std::thread::sleep(Duration::from_millis(500));
-            for pid in &slots {
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
-            }
-            break slots.len();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    // Kill the slots while task 4's sleeping sample runs (it holds its marker open).
+    let marker = sleeping_marker();
+    bcb_testkit::wait_until(
+        Duration::from_secs(300),
+        "the sleeping sample to run",
+        || !evalkit::holding_open(&marker).is_empty(),
+    );
+    let slots = harness_children(child.id());
+    for pid in &slots {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    let killed = slots.len();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

@@ -70,12 +70,15 @@ fn start_and_freeze(
     stderr: Stdio,
 ) -> Option<(Child, PathBuf, Vec<i32>)> {
     let samples = env.path(&format!("{name}.jsonl"));
+    // Held open by the sample from its import on: then it runs.
+    let marker = evalkit::marker(name);
+    let solution = format!(
+        "import time\n{}def task_func(*args, **kwargs):\n    time.sleep(3600)\n",
+        evalkit::hold_open(&marker)
+    );
     evalkit::write_jsonl(
         &samples,
-        &[json!({
-            "task_id": "BigCodeBench/0",
-            "solution": "import time\ndef task_func(*args, **kwargs):\n    time.sleep(3600)\n",
-        })],
+        &[json!({"task_id": "BigCodeBench/0", "solution": solution})],
     );
     let child = env
         .bcb()
@@ -86,21 +89,24 @@ fn start_and_freeze(
         .stderr(stderr)
         .spawn()
         .unwrap();
-    let freezer = PathBuf::from(format!("/sys/fs/cgroup/freezer/bcb-{}-w0", child.id()));
-    let deadline = Instant::now() + Duration::from_secs(120);
-    // The sample runs once its process has been in the cgroup for a while (the slot forks
-    // the next sample's process ahead, so a member alone does not say the job started).
-    let mut seen_since: Option<Instant> = None;
-    loop {
-        let procs = std::fs::read_to_string(freezer.join("cgroup.procs")).unwrap_or_default();
-        if procs.trim().is_empty() {
-            seen_since = None;
-        } else if seen_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(3) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the sample never started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    // The sample runs once a process holds its marker (a slot forks the next sample's process
+    // ahead: a member of a worker's cgroup alone does not say the job started), in one of the
+    // run's freezer cgroups (a warm worker's, or a light one's: this sample imports only the
+    // standard library).
+    let ours = format!("/bcb-{}-", child.id());
+    let mut found = None;
+    bcb_testkit::wait_until(
+        Duration::from_secs(120),
+        "the sample to run in a freezer cgroup of the run",
+        || {
+            found = evalkit::holding_open(&marker)
+                .into_iter()
+                .find_map(|pid| freezer_of(pid).filter(|c| c.starts_with(&ours)));
+            found.is_some()
+        },
+    );
+    let freezer =
+        PathBuf::from("/sys/fs/cgroup/freezer").join(found.expect("found").trim_start_matches('/'));
     std::fs::write(freezer.join("freezer.state"), "FROZEN").unwrap();
     let pids: Vec<i32> = std::fs::read_to_string(freezer.join("cgroup.procs"))
         .unwrap()
@@ -109,6 +115,21 @@ fn start_and_freeze(
         .collect();
     assert!(!pids.is_empty());
     Some((child, freezer, pids))
+}
+
+/// The freezer cgroup of `pid` (`/bcb-…`, relative to the hierarchy's root).
+fn freezer_of(pid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            controllers
+                .split(',')
+                .any(|c| c == "freezer")
+                .then(|| path.to_string())
+        })
 }
 
 fn wait_exit(child: &mut Child, within: Duration) -> Option<std::process::ExitStatus> {

@@ -9,7 +9,7 @@ mod evalkit;
 mod remotekit;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use e2b_fake::{start, Fail, Fake};
 use evalkit::Env;
@@ -146,19 +146,12 @@ fn e2b_fake_ctrl_c_mid_run_kills_the_sandbox() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !fake
-        .calls()
-        .iter()
-        .any(|c| c == "POST /process.Process/Start")
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the run never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    // Mid-run: the sandbox's process stream is open (the fake sends its keepalives).
+    bcb_testkit::wait_until(
+        Duration::from_secs(30),
+        "the run to start in the sandbox",
+        || fake.keepalives() >= 1,
+    );
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);

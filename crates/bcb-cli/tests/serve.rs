@@ -10,8 +10,9 @@ mod servekit;
 
 use std::io::{BufRead, BufReader};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use bcb_testkit::wait_until;
 use serde_json::{json, Value};
 use servekit::{
     canonical_program, evaluate_hard, evaluate_statuses, post, samples, statuses,
@@ -178,14 +179,12 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
         BufReader::new(&mut res).read_line(&mut first).unwrap();
         assert!(first.contains("\"status\""), "{first}");
     }
-    let until = Instant::now() + Duration::from_secs(60);
-    let cancelled = loop {
-        let n = server.metric("bcb_cancelled_samples_total");
-        if server.metric("bcb_outstanding_samples") == 0.0 || Instant::now() > until {
-            break n;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    wait_until(
+        Duration::from_secs(60),
+        "the dropped client's samples to be cancelled or answered",
+        || server.metric("bcb_outstanding_samples") == 0.0,
+    );
+    let cancelled = server.metric("bcb_cancelled_samples_total");
     assert!(
         cancelled > 0.0,
         "the dropped client's queued jobs were cancelled"
@@ -196,11 +195,24 @@ fn faults_client_killed_mid_stream_and_sigterm_under_load() {
     // SIGTERM under load: the admitted request finishes in full, the process exits 0.
     let url = server.url.clone();
     let load = rows.clone();
+    let answered = server.metric("bcb_requests_total");
     let inflight =
         std::thread::spawn(move || post(&url, "/v1/evaluate", &json!({ "samples": load })));
-    std::thread::sleep(Duration::from_millis(300));
+    // Admitted: its samples are outstanding (or, on a quick machine, already answered).
+    wait_until(
+        Duration::from_secs(60),
+        "the request to be admitted",
+        || {
+            server.metric("bcb_outstanding_samples") > 0.0
+                || server.metric("bcb_requests_total") > answered
+        },
+    );
     unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
-    std::thread::sleep(Duration::from_millis(100));
+    // Draining: not ready any more (or, drained already, closed).
+    let readyz = format!("{}/readyz", server.url);
+    wait_until(Duration::from_secs(30), "the server to drain", || {
+        reqwest::blocking::get(&readyz).map_or(true, |r| r.status() != 200)
+    });
     // New requests during the drain: 503 (or refused once the server has closed).
     if let Ok(r) = reqwest::blocking::Client::new()
         .post(format!("{}/v1/evaluate", server.url))

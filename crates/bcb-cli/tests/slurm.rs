@@ -232,7 +232,16 @@ impl Drop for Cluster {
             .command(Path::new("scancel"))
             .arg("--user=root")
             .status();
-        std::thread::sleep(Duration::from_millis(500));
+        // Until the controller lists no job (completing ones included), 5 s at most: a drop
+        // neither hangs nor panics.
+        bcb_testkit::poll_until(Duration::from_secs(5), || {
+            self.command(Path::new("squeue"))
+                .args(["-h", "-o", "%i"])
+                .output()
+                .map_or(true, |o| {
+                    !o.status.success() || o.stdout.trim_ascii().is_empty()
+                })
+        });
         for (_, child) in self.daemons.iter_mut().rev() {
             // SAFETY: a plain signal to a child this test spawned and has not reaped.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };

@@ -71,6 +71,7 @@ env_vars! {
     Bcb BCB_LLM_PYTHON "Python with `xllamacpp`, used to serve a local `.gguf` model.";
     Bcb BCB_VLLM_BIN "The `vllm` executable for `--backend vllm`.";
     Bcb BCB_RETRY_MIN_DELAY_MS "First retry delay of generation requests in ms (tests shorten it).";
+    Bcb BCB_GT_STALL_SECS "Seconds a run waiting for another's ground truth lets the cache stay unchanged before it gives up (default 3 time limits + 30 s; tests shorten it).";
     Bcb BCB_TIME_LIMIT "`execute_gt` bench example: per-sample time limit in seconds.";
     Bcb BCB_EXPECTED "`execute_gt` bench example: a file of expected verdicts to compare with.";
     Bcb BCB_SHOW_DETAILS "`execute_gt` bench example: print each failure's details.";

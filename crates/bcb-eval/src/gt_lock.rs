@@ -16,6 +16,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use bcb_envvars::EnvVars;
+
 use crate::error::SessionError;
 
 /// How often a waiting run looks at the lock and the cache again.
@@ -51,8 +53,19 @@ pub fn lock_path(cache: &Path) -> PathBuf {
 
 /// How long a holder may leave the cache unchanged before a waiter gives up: a holder
 /// appends a verdict whenever a canonical solution ends, and none runs longer than its time
-/// limit plus the time it may spend frozen (60 s at most) and its reaping.
+/// limit plus the time it may spend frozen (60 s at most) and its reaping. `BCB_GT_STALL_SECS`
+/// sets it instead (tests shorten it).
 pub fn stall_bound(gt_time_limit_secs: f64) -> Duration {
+    std::env::var(EnvVars::BCB_GT_STALL_SECS)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or_else(|| default_stall_bound(gt_time_limit_secs))
+}
+
+/// Three time limits and 30 s.
+fn default_stall_bound(gt_time_limit_secs: f64) -> Duration {
     Duration::from_secs_f64(3.0 * gt_time_limit_secs + 30.0)
 }
 
@@ -156,6 +169,13 @@ fn fingerprint(cache: &Path) -> Option<(u64, u64, i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_gives_up_after_three_time_limits_and_30_s() {
+        // `--timeout 1`: a limit of max(1 s, --min-time-limit 1) + 1 = 2 s.
+        assert_eq!(default_stall_bound(2.0), Duration::from_secs(36));
+        assert_eq!(default_stall_bound(241.0), Duration::from_secs(753));
+    }
 
     #[test]
     fn a_second_holder_waits_until_the_first_lets_go() {

@@ -279,6 +279,29 @@ fn timeouts_and_verdicts_that_change_within_the_run_are_not_cached() {
     assert_eq!(stats.records, 1, "only task 2's stable failure");
 }
 
+/// Dates every segment of the verdict cache at `root` `by` earlier.
+fn age_segments(root: &Path, by: Duration) {
+    let then = std::time::SystemTime::now() - by;
+    let mut aged = 0;
+    for env in std::fs::read_dir(root).unwrap().flatten() {
+        for seg in std::fs::read_dir(env.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if seg.path().extension().is_some_and(|x| x == "jsonl") {
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(seg.path())
+                    .unwrap();
+                file.set_modified(then).unwrap();
+                aged += 1;
+            }
+        }
+    }
+    assert!(aged > 0, "no segment under {}", root.display());
+}
+
 #[test]
 fn cache_clean_empties_it_and_the_size_bound_evicts_the_oldest() {
     let dir = tempfile::tempdir().unwrap();
@@ -291,7 +314,9 @@ fn cache_clean_empties_it_and_the_size_bound_evicts_the_oldest() {
     // A bound of one segment: the second run's segment pushes the first one out.
     env.max_bytes = one.bytes + one.bytes / 2;
     let second = samples_file(&dir.path().join("b"), "m", 1, &[6]);
-    std::thread::sleep(Duration::from_millis(20));
+    // The first run's segment is the older one: dated a minute back, not left to the clock
+    // moving on before the second run writes its own.
+    age_segments(&root, Duration::from_secs(60));
     env.run(&FakeExecutor::new(script), &[&second]).unwrap();
     let after = verdict_cache::stats(&root);
     assert_eq!((after.records, after.segments), (3, 1), "oldest evicted");

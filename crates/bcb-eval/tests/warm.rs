@@ -6,13 +6,13 @@
 mod common;
 
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bcb_eval::{GtCache, SessionError, SubmitOptions, SubmitSample, WarmSession};
 use bcb_eval::{Origin, Sink, Submission, VerdictCache, WarmOptions};
 use bcb_execute::{Details, Executor, Outcome, Program, Status};
 use bcb_samples::SampleBody;
-use bcb_testkit::{pass, FakeExecutor};
+use bcb_testkit::{pass, wait_until, FakeExecutor};
 
 fn sample(task: usize, code: &str) -> SubmitSample {
     SubmitSample {
@@ -116,11 +116,7 @@ fn many_one_sample_submissions_start_a_sleeper_then_the_least_expected_cpu_first
     }));
     let session = start(&exec, dir.path());
     let wait_for = |what: &str, ok: &dyn Fn(bcb_eval::WarmStats) -> bool| {
-        let t0 = Instant::now();
-        while !ok(session.stats()) {
-            assert!(t0.elapsed() < Duration::from_secs(30), "never {what}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until(Duration::from_secs(30), what, || ok(session.stats()))
     };
     let first = one(&session, 0, "-1");
     wait_for("in flight", &|s| s.in_flight == 1);
@@ -187,7 +183,16 @@ fn dropping_a_submission_cancels_its_queued_jobs_and_the_session_goes_on_scripte
         .unwrap();
     assert!(big.next().is_some());
     drop(big);
-    std::thread::sleep(Duration::from_millis(100));
+    // The session settles: nothing queued, nothing running (uncancelled jobs would keep the
+    // queue busy for up to 0.5 s and then count below).
+    wait_until(
+        Duration::from_secs(30),
+        "the session to settle after the cancel",
+        || {
+            let s = session.stats();
+            s.queued == 0 && s.in_flight == 0
+        },
+    );
     let ran = exec.total_runs() - 3;
     assert!(ran < 10, "{ran} of 50 ran after the cancel");
     let after = one(&session, 1, "1");

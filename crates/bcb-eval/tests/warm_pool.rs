@@ -129,7 +129,12 @@ fn submitters_share_one_warm_pool_fairly_and_a_dropped_one_is_cancelled() {
         .submit(vec![sleeper(2, 1, 0.0)], SubmitOptions::default())
         .unwrap();
     assert_eq!(after.count(), 1);
-    std::thread::sleep(Duration::from_millis(700));
+    // Settled: nothing queued, nothing running. Had the cancel not emptied the queue, its jobs
+    // would run (0.3 s each) until it did, and count below.
+    bcb_testkit::wait_until(Duration::from_secs(60), "the session to settle", || {
+        let s = session.stats();
+        s.queued == 0 && s.in_flight == 0
+    });
     let ran = session.stats().executed - executed;
     assert!(
         ran <= 3,

@@ -201,7 +201,9 @@ fn adversarial(kind: LocalKind, iso: Isolation, label: &str) {
             problems.push(format!("{}: took {:.1}s", c.name, o.wall_secs));
         }
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // The executor is dropped: what it started is gone within moments (a process that
+    // escaped it is not, however long this waits).
+    bcb_testkit::poll_until(Duration::from_secs(5), || leftovers(&token).is_empty());
     let left = leftovers(&token);
     if !left.is_empty() {
         problems.push(format!("processes left running: {left:?}"));

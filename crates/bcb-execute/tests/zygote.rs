@@ -67,6 +67,14 @@ fn has_child(pid: i32) -> bool {
         })
 }
 
+/// Whether `pid` sleeps (state `S`: here, blocked reading its next job).
+fn asleep(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rfind(')').map(|i| stat[i + 2..].starts_with('S')))
+        .unwrap_or(false)
+}
+
 fn gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
@@ -144,13 +152,14 @@ fn a_dead_zygote_leaves_the_next_sample_a_fresh_slot() {
             let (zygote, slots) = zygote_and_slots().expect("a zygote among our children");
             assert!(!slots.is_empty(), "the zygote has no slot");
             // Killed once the slot is idle again (it has forked its next sample process and
-            // said so): only a check before the next job can then notice it is gone.
-            let t0 = std::time::Instant::now();
-            while !slots.iter().all(|p| has_child(*p)) {
-                assert!(t0.elapsed().as_secs() < 10, "the slot never forked ahead");
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            // said so): only a check before the next job can then notice it is gone. Between
+            // its fork and its read of the next job a slot does nothing that sleeps, so
+            // asleep with a child is past "said so".
+            bcb_testkit::wait_until(
+                std::time::Duration::from_secs(10),
+                "the slot to fork ahead and wait for its next job",
+                || slots.iter().all(|p| has_child(*p) && asleep(*p)),
+            );
             unsafe { libc::kill(zygote, libc::SIGKILL) };
             let t0 = std::time::Instant::now();
             while !slots.iter().all(|p| gone(*p)) {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bcb_serve::ServeConfig;
-use common::{body, start};
+use common::{body, start, wait_until};
 
 #[tokio::test]
 async fn evaluate_answers_in_request_order_with_every_field() {
@@ -150,9 +150,10 @@ async fn a_flood_past_the_queue_gets_429_with_retry_after_and_loses_nothing_admi
             .send()
     };
     let admitted = [tokio::spawn(two()), tokio::spawn(two())];
-    while s.state.outstanding() < 4 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_until(Duration::from_secs(30), "four samples admitted", || {
+        s.state.outstanding() >= 4
+    })
+    .await;
     let mut refused = 0;
     for _ in 0..8 {
         let res = two().await.unwrap();
@@ -203,16 +204,19 @@ async fn a_client_killed_mid_stream_cancels_its_queued_jobs() {
     assert!(std::str::from_utf8(&first).unwrap().contains("\"pass\""));
     drop(res);
     // The request's task hears the client leave at once; the fake stops before its next job.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let settled = || {
+        let done =
+            s.engine.executed.load(Ordering::SeqCst) + s.engine.cancelled.load(Ordering::SeqCst);
+        done == 20 && s.state.outstanding() == 0
+    };
+    wait_until(
+        Duration::from_secs(30),
+        "every job to have run or been cancelled, and nothing outstanding",
+        settled,
+    )
+    .await;
     let executed = s.engine.executed.load(Ordering::SeqCst);
-    let cancelled = s.engine.cancelled.load(Ordering::SeqCst);
     assert!(executed < 20, "executed {executed}");
-    assert_eq!(
-        executed + cancelled,
-        20,
-        "every job either ran or was cancelled"
-    );
-    assert_eq!(s.state.outstanding(), 0);
     let metrics = reqwest::get(format!("{}/metrics", s.url))
         .await
         .unwrap()
@@ -238,10 +242,16 @@ async fn sigterm_drain_finishes_admitted_samples_and_refuses_new_ones_with_503()
             ])))
             .send(),
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_until(Duration::from_secs(30), "the request admitted", || {
+        s.state.outstanding() > 0 || running.is_finished()
+    })
+    .await;
     let state = s.state.clone();
     let drain = tokio::spawn(async move { bcb_serve::drain(&state).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    wait_until(Duration::from_secs(30), "the drain to start", || {
+        !s.state.is_ready()
+    })
+    .await;
     let refused = c
         .post(format!("{}/v1/evaluate", s.url))
         .json(&body(

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{body, start};
+use common::{body, start, wait_until};
 
 #[tokio::test]
 async fn openrlhf_and_sandbox_fusion_shapes() {
@@ -197,7 +197,10 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     assert_eq!(res.status(), 401);
     // Held while the first runs, then run: both answered.
     let slow = tokio::spawn(run("SLEEP 400 PASS"));
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_until(Duration::from_secs(30), "the first script admitted", || {
+        s.state.outstanding() > 0
+    })
+    .await;
     let held = std::time::Instant::now();
     let res = run("PASS").await.unwrap();
     assert_eq!(res.status(), 200);
@@ -208,7 +211,10 @@ async fn run_code_takes_its_place_in_the_bounded_queue_and_needs_the_token() {
     assert_eq!(slow.await.unwrap().unwrap().status(), 200);
     // Still no room when the hold ends: 504 with Retry-After.
     let slow = tokio::spawn(run("SLEEP 3000 PASS"));
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_until(Duration::from_secs(30), "the slow script admitted", || {
+        s.state.outstanding() > 0
+    })
+    .await;
     let res = run("PASS").await.unwrap();
     assert_eq!(res.status(), 504);
     assert!(res.headers().get("retry-after").is_some());
@@ -311,7 +317,10 @@ async fn each_endpoint_answers_retry_later_in_the_status_its_clients_retry() {
     let slow =
         body(serde_json::json!([{"task_id": "BigCodeBench/2", "solution": "SLEEP 500 PASS"}]));
     let slow = tokio::spawn(c.post(format!("{}/v1/evaluate", s.url)).json(&slow).send());
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_until(Duration::from_secs(30), "the slow sample admitted", || {
+        s.state.outstanding() > 0
+    })
+    .await;
     let res = post(&s.url, &requests[0]).await.unwrap();
     assert_eq!(res.status(), 429, "{}: answered at once", requests[0].0);
     let held: Vec<_> = requests[1..3]

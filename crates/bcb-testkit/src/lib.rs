@@ -5,6 +5,9 @@
 //!   asked for it (`BCB_REQUIRE_<KIND>=1`), where the test fails instead.
 //! - [`FakeExecutor`]: an in-memory [`Executor`] whose outcomes and infrastructure errors a
 //!   test scripts, to test the session logic (resume, retries, journals, files) without Python.
+//! - [`wait_until`] / [`poll_until`]: a test waits for the thing it waits for (a server to
+//!   listen, a job to be taken, a file to appear), never for a guessed while, and fails saying
+//!   what never happened instead of hanging.
 
 #![allow(clippy::print_stderr)] // skipping tests say why on stderr, as cargo test shows it
 
@@ -13,6 +16,7 @@ use std::collections::HashMap;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use bcb_executor::{
     Details, ExecError, Executor, Job, JobId, JobSource, OnDone, OnServed, Outcome, Peek, Status,
@@ -105,6 +109,34 @@ pub fn repo_file(path: &str) -> String {
         .join("../..")
         .join(path);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Returns once `ready()` holds, asking again every few milliseconds; panics saying `what`
+/// did not happen if it still does not hold after `within`.
+pub fn wait_until(within: Duration, what: &str, ready: impl FnMut() -> bool) {
+    assert!(
+        poll_until(within, ready),
+        "timed out after {within:?} waiting for {what}"
+    );
+}
+
+/// Whether `ready()` came to hold within `within` (asked every few milliseconds, and once
+/// more at the end): for a wait that must not panic (a `Drop`) or whose failure the test
+/// reports its own way.
+pub fn poll_until(within: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    // Quick to see a quick event, and no busy loop beside a slow one.
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if ready() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
 }
 
 /// The eval env's interpreter.

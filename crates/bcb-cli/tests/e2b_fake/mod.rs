@@ -35,6 +35,8 @@ pub struct State {
     pub commands: Vec<String>,
     /// Environment the sandbox's commands get (what the template's image sets).
     pub env: Vec<(String, String)>,
+    /// Keepalives sent on a process stream that hangs ([`Fail::Hang`]).
+    pub keepalives: usize,
 }
 
 pub struct Fake {
@@ -192,6 +194,7 @@ fn serve(conn: TcpStream, st: &Mutex<State>, sb: &Sandbox, fail: Fail) {
             let _ = send(s, 0, serde_json::json!({"event": {"start": {"pid": 42}}}));
             if fail == Fail::Hang {
                 while send(s, 0, serde_json::json!({"event": {"keepalive": {}}})).is_ok() {
+                    st.lock().unwrap().keepalives += 1;
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 return;
@@ -260,6 +263,11 @@ impl Fake {
     /// The routes called so far, in order (`METHOD /path`).
     pub fn calls(&self) -> Vec<String> {
         self.state.lock().unwrap().calls.clone()
+    }
+
+    /// Keepalives sent so far on a hanging process stream.
+    pub fn keepalives(&self) -> usize {
+        self.state.lock().unwrap().keepalives
     }
 
     /// The commands run in the sandbox so far.

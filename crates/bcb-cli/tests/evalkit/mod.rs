@@ -313,3 +313,37 @@ pub fn without_date(path: &Path) -> serde_json::Value {
     v["date"] = serde_json::Value::Null;
     v
 }
+
+/// A file name for a sample to hold open while it runs, unique to this test process and
+/// `what`: a test then waits until [`holding_open`] finds the sample running, not a guessed
+/// while.
+pub fn marker(what: &str) -> String {
+    format!("bcb-test-{}-{what}", std::process::id())
+}
+
+/// A line of Python that opens `marker` (in the sample's working folder) and keeps it open
+/// until the sample's process ends.
+pub fn hold_open(marker: &str) -> String {
+    format!("_bcb_test_marker = open({marker:?}, 'w')\n")
+}
+
+/// Whether process `pid` holds a file named `name` open.
+pub fn holds_open(pid: i32, name: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|t| t.file_name().is_some_and(|n| n == name))
+        })
+}
+
+/// The processes that hold a file named `name` open.
+pub fn holding_open(name: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&pid| holds_open(pid, name))
+        .collect()
+}

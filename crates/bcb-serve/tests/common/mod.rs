@@ -223,6 +223,21 @@ pub async fn start(tune: impl FnOnce(&mut ServeConfig), ready: bool) -> Server {
     }
 }
 
+/// Returns once `ready()` holds, asking again every few milliseconds without holding the
+/// runtime's thread; panics saying `what` did not happen if it still does not after `within`.
+/// (`bcb_testkit::wait_until` blocks its thread: on a test's single-threaded runtime the
+/// server it waits for would not run.)
+pub async fn wait_until(within: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !ready() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// A request body of `samples`.
 pub fn body(samples: serde_json::Value) -> serde_json::Value {
     serde_json::json!({ "samples": samples })
