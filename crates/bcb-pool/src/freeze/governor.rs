@@ -230,6 +230,17 @@ pub(crate) trait Governed {
     fn thaw(&self);
 }
 
+/// The governor freezes and thaws a sample through its freezer.
+impl Governed for std::sync::Arc<Freezable> {
+    fn freeze(&self) {
+        Freezable::freeze(self);
+    }
+
+    fn thaw(&self) {
+        Freezable::thaw(self);
+    }
+}
+
 /// Carries out `d` on the samples of `views` (`handles[i]`: the slot and sample of
 /// `views[i]`), saying why in the log.
 fn act<G: Governed>(d: &Decision, views: &[View], handles: &[(usize, G)], why: &Why) {

@@ -240,17 +240,6 @@ impl Freezable {
     }
 }
 
-/// The governor freezes and thaws a sample through its freezer.
-impl super::governor::Governed for std::sync::Arc<Freezable> {
-    fn freeze(&self) {
-        Freezable::freeze(self);
-    }
-
-    fn thaw(&self) {
-        Freezable::thaw(self);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
