@@ -4,7 +4,7 @@ mod evalkit;
 
 use std::time::{Duration, Instant};
 
-use evalkit::{read_json, stderr, write_jsonl};
+use evalkit::{number_after, read_json, stderr, write_jsonl};
 use serde_json::{json, Value};
 
 /// Fast tasks with light (1, 4) and heavy (9: pandas/seaborn) imports (not 0: its canonical
@@ -475,12 +475,7 @@ fn a_wait_for_a_ground_truth_whose_holder_writes_nothing_ends_with_an_error() {
     );
     // The seconds since the cache last changed: the window, or a poll later on a busy machine.
     let err = stderr(&out);
-    let secs: u64 = err
-        .split("written nothing to it for ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no seconds in:\n{err}"));
+    let secs: u64 = number_after(&err, "written nothing to it for ");
     assert!((2..10).contains(&secs), "{secs} s:\n{err}");
 }
 

@@ -7,7 +7,7 @@ mod evalkit;
 
 use std::path::{Path, PathBuf};
 
-use evalkit::{read_json, stderr, write_jsonl};
+use evalkit::{number_after, read_json, stderr, write_jsonl};
 use serde_json::{json, Value};
 
 // Quick tasks (BigCodeBench/0 needs ~18 s of CPU per canonical run, 8 of which ran here).
@@ -171,12 +171,7 @@ fn a_killed_run_resumes_with_dedup_and_ends_with_the_plain_files() {
     let out = env.run(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    let resumed: usize = text
-        .split("run, ")
-        .nth(1)
-        .and_then(|t| t.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
+    let resumed: usize = number_after(&text, "run, ");
     assert!(
         resumed >= 2 && resumed.is_multiple_of(2),
         "whole groups resumed: {text}"

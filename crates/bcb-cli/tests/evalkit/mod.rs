@@ -291,6 +291,16 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     .unwrap()
 }
 
+/// The number that follows the first `marker` in `text` (up to the next space); panics
+/// showing `text` when there is none.
+pub fn number_after<T: std::str::FromStr>(text: &str, marker: &str) -> T {
+    text.split(marker)
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {marker:?} in:\n{text}"))
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
