@@ -1,4 +1,5 @@
-//! The executor contract: what every backend keeps, and all a report or a test kit needs.
+//! The executor contract: what every backend keeps, all the test kit needs, and what reports
+//! read of a verdict.
 //!
 //! The session (`bcb-eval`) builds [`Job`]s, each with a stable [`JobId`], and hands them to
 //! an [`Executor`]. For each job the executor returns either an [`Outcome`] — a verdict in
