@@ -56,12 +56,17 @@ pub fn lock_path(cache: &Path) -> PathBuf {
 /// limit plus the time it may spend frozen (60 s at most) and its reaping. `BCB_GT_STALL_SECS`
 /// sets it instead (tests shorten it).
 pub fn stall_bound(gt_time_limit_secs: f64) -> Duration {
-    std::env::var(EnvVars::BCB_GT_STALL_SECS)
-        .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or_else(|| default_stall_bound(gt_time_limit_secs))
+    let Ok(text) = std::env::var(EnvVars::BCB_GT_STALL_SECS) else {
+        return default_stall_bound(gt_time_limit_secs);
+    };
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
+        _ => {
+            let name = EnvVars::BCB_GT_STALL_SECS;
+            tracing::warn!("{name}={text:?} is not a number of seconds: the default bound holds");
+            default_stall_bound(gt_time_limit_secs)
+        }
+    }
 }
 
 /// Three time limits and 30 s.
