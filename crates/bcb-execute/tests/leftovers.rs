@@ -9,6 +9,8 @@
 //! such a copy where it comes back (`child.make_clone_stop`). Sleeping and stopped leftovers
 //! ask for no CPU: the governor and the admission count runnable threads and CPU used, and a
 //! sample's role follows its own start, never its children.
+//! A fork bomb is ended where its process limit keeps refusing it (its verdict a timeout, as
+//! at its deadline): left running to its deadline it took a one-thread neighbour to 3x its time.
 //! Runs alone (`.config/nextest.toml`): the batch's limits are a few seconds.
 
 #![allow(clippy::print_stderr)] // what each sample took, for a failure's reader
@@ -19,7 +21,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bcb_execute::LocalKind;
-use bcb_execute::{executor_for, Job, Status};
+use bcb_execute::{executor_for, Job, Remark, Status};
 use common::{config, job, python, run_on, QuietCpu, ONE_TEST};
 
 /// The fork at import: a new session, SIGTERM and SIGHUP ignored, then `sleep`; the
@@ -51,6 +53,39 @@ fn a_fork_that_falls_through_into_the_harness_runs_no_test() {
                 o.details
             );
         }
+    }
+}
+
+/// A fork bomb is ended once its process limit has refused it many forks, seconds before its
+/// deadline, on both local executors; a program that meets the limit by accident (a few
+/// thread starts refused, caught) runs on and passes.
+#[test]
+fn a_fork_bomb_is_ended_at_its_process_limit_and_an_accident_is_not() {
+    let Some(py) = python() else { return };
+    let bomb = "import os\ndef task_func():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n";
+    // Starts threads until the limit refuses five, then lets them all finish.
+    let accident = "import threading\ndef task_func():\n    stop, threads, refused = threading.Event(), [], 0\n    while refused < 5:\n        t = threading.Thread(target=stop.wait)\n        try:\n            t.start()\n            threads.append(t)\n        except RuntimeError:\n            refused += 1\n    stop.set()\n    for t in threads:\n        t.join()\n    return 1\n";
+    let jobs = vec![
+        job(0, "bomb", bomb, ONE_TEST, 30.0),
+        job(1, "accident", accident, ONE_TEST, 30.0),
+    ];
+    for kind in [LocalKind::Pool, LocalKind::Process] {
+        let exec = executor_for(kind, config(py.clone(), 2)).expect("executor");
+        let out = run_on(exec.as_ref(), jobs.clone());
+        let (bomb, accident) = (&out[&0], &out[&1]);
+        assert_eq!(bomb.status, Status::Timeout, "{kind}: {:?}", bomb.details);
+        assert_eq!(bomb.remark, Some(Remark::KilledAtProcessLimit), "{kind}");
+        assert!(
+            bomb.wall_secs < 10.0,
+            "{kind}: the bomb ran {:.1} s",
+            bomb.wall_secs
+        );
+        assert_eq!(
+            accident.status,
+            Status::Pass,
+            "{kind}: {:?}",
+            accident.details
+        );
     }
 }
 
@@ -143,10 +178,10 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
         }
         out.values().map(|o| o.wall_secs).fold(0.0, f64::max)
     };
-    // Verdicts, not speed (bench/leftovers.sh times the pair): a limit with room for what a
-    // fork bomb beside it costs a one-thread answer in some batches (1.3 to 1.8x seen here;
-    // docs/scheduling.md, "Leftovers").
-    let limit = 2.5 * alone;
+    // The limit: 1.5x the time alone. A fork bomb left to its deadline beside a
+    // one-thread answer took it to 1.3 to 3x (the answer's CPU time its own, the rest waiting);
+    // ended at its process limit it is gone within a second (docs/scheduling.md, "Leftovers").
+    let limit = 1.5 * alone;
     eprintln!("alone: {alone:.2} s; limit {limit:.2} s");
     let samples = batch();
     let jobs: Vec<Job> = samples
@@ -172,6 +207,14 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
             assert_eq!(o.status, Status::Pass, "{name}: {:?}", o.details);
         } else {
             assert_ne!(o.status, Status::Pass, "{name}");
+        }
+        if name.starts_with("fork-bomb") {
+            assert_eq!(o.remark, Some(Remark::KilledAtProcessLimit), "{name}");
+            assert!(
+                o.wall_secs < limit / 2.0,
+                "{name}: ended after {:.2} s",
+                o.wall_secs
+            );
         }
     }
     // The executor is dropped: every slot, sample and leftover is gone within moments.

@@ -13,14 +13,17 @@ pub enum Marker {
     RewardHack,
     /// The memory limit killed the sample.
     MemoryLimit,
+    /// The sample kept forking at its process limit and was ended there.
+    ProcessLimit,
 }
 
 impl Marker {
-    pub const EVERY: [Marker; 4] = [
+    pub const EVERY: [Marker; 5] = [
         Marker::TamperRefused,
         Marker::IntegrityFailed,
         Marker::RewardHack,
         Marker::MemoryLimit,
+        Marker::ProcessLimit,
     ];
 
     /// The text every details string of this marker starts with.
@@ -30,6 +33,7 @@ impl Marker {
             Marker::IntegrityFailed => "bcb: result integrity check failed",
             Marker::RewardHack => "bcb: reward hack",
             Marker::MemoryLimit => "bcb: killed by the memory limit",
+            Marker::ProcessLimit => "bcb: ended at the process limit (a process bomb)",
         }
     }
 

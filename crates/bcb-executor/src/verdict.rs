@@ -232,6 +232,9 @@ pub enum Remark {
     KilledAtDeadline,
     /// Killed by the memory limit.
     KilledByMemoryLimit,
+    /// Ended at its process limit: it kept forking where the limit refused it (a process
+    /// bomb), so it was ended there, as at its deadline.
+    KilledAtProcessLimit,
     /// Killed by a signal before reporting.
     KilledBySignal { signal: i32 },
     /// The supervisor of the sample hung past the deadline.
@@ -275,6 +278,7 @@ impl Remark {
         match self {
             Remark::KilledAtDeadline => "killed_at_deadline",
             Remark::KilledByMemoryLimit => "killed_by_memory_limit",
+            Remark::KilledAtProcessLimit => "killed_at_process_limit",
             Remark::KilledBySignal { .. } => "killed_by_signal",
             Remark::SupervisorHung { .. } => "supervisor_hung",
             Remark::HarnessExit { .. } => "harness_exit",
@@ -296,6 +300,7 @@ impl Remark {
             self,
             Remark::KilledAtDeadline
                 | Remark::KilledByMemoryLimit
+                | Remark::KilledAtProcessLimit
                 | Remark::KilledBySignal { .. }
                 | Remark::SupervisorHung { .. }
         )
@@ -338,6 +343,9 @@ impl fmt::Display for Remark {
         match self {
             Remark::KilledAtDeadline => f.write_str("killed at time limit + grace"),
             Remark::KilledByMemoryLimit => f.write_str("killed by the memory limit"),
+            Remark::KilledAtProcessLimit => {
+                f.write_str("ended at the process limit (it kept forking: a process bomb)")
+            }
             Remark::KilledBySignal { signal } => {
                 write!(f, "killed by signal {signal} before reporting")
             }

@@ -29,6 +29,8 @@ pub enum FailureClass {
     Timeout,
     /// Killed by the memory limit, or a MemoryError.
     MemoryLimit,
+    /// Ended at the process limit: it kept forking there (a process bomb).
+    ProcessLimit,
     /// bcb's tamper scan refused to run the sample.
     TamperingRefused,
     /// The sample forged its result and the integrity check caught it.
@@ -47,7 +49,7 @@ pub enum FailureClass {
 impl FailureClass {
     // No "output cap" class: output past `--output-cap` is dropped, as upstream swallows all
     // output, and never fails a sample.
-    pub const ALL: [FailureClass; 13] = [
+    pub const ALL: [FailureClass; 14] = [
         FailureClass::SyntaxError,
         FailureClass::ImportError,
         FailureClass::NameOrAttributeError,
@@ -55,6 +57,7 @@ impl FailureClass {
         FailureClass::AssertionFailure,
         FailureClass::Timeout,
         FailureClass::MemoryLimit,
+        FailureClass::ProcessLimit,
         FailureClass::TamperingRefused,
         FailureClass::TamperingDetected,
         FailureClass::RewardHack,
@@ -81,6 +84,7 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion_failure",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory_limit",
+            FailureClass::ProcessLimit => "process_limit",
             FailureClass::TamperingRefused => "tampering_refused",
             FailureClass::TamperingDetected => "tampering_detected",
             FailureClass::RewardHack => "reward_hack",
@@ -100,6 +104,7 @@ impl FailureClass {
             FailureClass::AssertionFailure => "assertion failure (wrong answer)",
             FailureClass::Timeout => "timeout",
             FailureClass::MemoryLimit => "memory limit",
+            FailureClass::ProcessLimit => "process limit (a process bomb)",
             FailureClass::TamperingRefused => "tampering refused",
             FailureClass::TamperingDetected => "tampering detected (forged result)",
             FailureClass::RewardHack => "reward hack detected",
@@ -133,6 +138,7 @@ pub fn classify(sample: &Sample, gt_failing: bool) -> Option<Failure> {
 pub fn remark_of_marker(all: &str) -> Option<Remark> {
     match Marker::read(all)? {
         (Marker::MemoryLimit, _) => Some(Remark::KilledByMemoryLimit),
+        (Marker::ProcessLimit, _) => Some(Remark::KilledAtProcessLimit),
         (Marker::IntegrityFailed, problem) => Some(Remark::Integrity {
             problem: problem.trim().to_string(),
         }),
@@ -144,6 +150,7 @@ pub fn remark_of_marker(all: &str) -> Option<Remark> {
 pub fn class_of_remark(remark: &Remark) -> Option<FailureClass> {
     match remark.cause() {
         Remark::KilledByMemoryLimit => Some(FailureClass::MemoryLimit),
+        Remark::KilledAtProcessLimit => Some(FailureClass::ProcessLimit),
         Remark::Integrity { .. } => Some(FailureClass::TamperingDetected),
         _ => None,
     }
@@ -450,6 +457,14 @@ mod tests {
         assert_eq!(
             remark_of_marker(&Marker::MemoryLimit.text("")),
             Some(Remark::KilledByMemoryLimit)
+        );
+        assert_eq!(
+            remark_of_marker(&Marker::ProcessLimit.text("")),
+            Some(Remark::KilledAtProcessLimit)
+        );
+        assert_eq!(
+            class_of_remark(&Remark::KilledAtProcessLimit),
+            Some(FailureClass::ProcessLimit)
         );
         assert!(matches!(
             remark_of_marker(&Marker::IntegrityFailed.text("forged")),

@@ -128,13 +128,15 @@ fn read_script_result(msg: &ResultMsg, wall: f64) -> Reading {
                 Some(Remark::KilledAtDeadline) => {
                     o.script = ended(ScriptEnd::TimeLimitExceeded, None, "");
                 }
-                Some(Remark::KilledByMemoryLimit) => {
+                // Killed by a limit: the program ended by SIGKILL, the limit named.
+                Some(Remark::KilledByMemoryLimit | Remark::KilledAtProcessLimit) => {
+                    let limit = if o.remark == Some(Remark::KilledByMemoryLimit) {
+                        Marker::MemoryLimit
+                    } else {
+                        Marker::ProcessLimit
+                    };
                     o.status = Status::Fail;
-                    o.script = ended(
-                        ScriptEnd::Finished,
-                        Some(-libc::SIGKILL),
-                        &Marker::MemoryLimit.text(""),
-                    );
+                    o.script = ended(ScriptEnd::Finished, Some(-libc::SIGKILL), &limit.text(""));
                 }
                 _ => {}
             }
@@ -179,6 +181,11 @@ fn without_report(
     if msg.oom_killed {
         out.details = Details::all(Marker::MemoryLimit.text(""));
         out.remark = Some(Remark::KilledByMemoryLimit);
+        return Reading::Done(out);
+    }
+    if msg.process_bomb {
+        out.details = Details::all(Marker::ProcessLimit.text(""));
+        out.remark = Some(Remark::KilledAtProcessLimit);
         return Reading::Done(out);
     }
     if let Some(sig) = msg.signal {
@@ -300,9 +307,25 @@ mod tests {
     }
 
     #[test]
+    fn a_process_bomb_ended_at_its_limit_is_a_timeout_that_says_so() {
+        use bcb_executor::{Marker, Remark};
+        let msg: ResultMsg =
+            serde_json::from_value(serde_json::json!({"process_bomb": true, "signal": 9})).unwrap();
+        let Reading::Done(o) = read_result(&msg, 0.6, HackPolicy::Off) else {
+            panic!("a limit's kill is a verdict, not a fault");
+        };
+        assert_eq!(
+            (o.status, o.remark),
+            (Status::Timeout, Some(Remark::KilledAtProcessLimit))
+        );
+        let text = Marker::ProcessLimit.text("");
+        assert_eq!(o.details.module_error(), Some(text.as_str()));
+    }
+
+    #[test]
     fn a_scripts_run_decides_its_status_and_the_supervisors_kills_win() {
         use super::read_script_result;
-        use bcb_executor::{Remark, ScriptEnd};
+        use bcb_executor::{Marker, Remark, ScriptEnd};
         let msg = |v: serde_json::Value| serde_json::from_value::<ResultMsg>(v).unwrap();
         let run = |end: &str, rc: serde_json::Value| {
             serde_json::json!({"report": {"script": {"end": end, "execution_time": 0.2,
@@ -336,6 +359,11 @@ mod tests {
         let o = read(&msg(serde_json::json!({"oom_killed": true, "signal": 9})));
         let s = o.script.unwrap();
         assert_eq!((o.status, s.return_code), (Status::Fail, Some(-9)));
+        let o = read(&msg(serde_json::json!({"process_bomb": true, "signal": 9})));
+        assert_eq!(o.remark, Some(Remark::KilledAtProcessLimit));
+        let s = o.script.unwrap();
+        assert_eq!((o.status, s.return_code), (Status::Fail, Some(-9)));
+        assert_eq!(s.stderr, Marker::ProcessLimit.text(""));
         assert!(matches!(
             read_script_result(&msg(serde_json::json!({"signal": 9})), 1.0),
             Reading::Abnormal(_)

@@ -195,6 +195,10 @@ pub struct ResultMsg {
     pub killed_at_deadline: bool,
     #[serde(default)]
     pub oom_killed: bool,
+    /// Ended once its process limit had refused it many forks (the harness's
+    /// `PROCESS_BOMB_FORKS`): a process bomb.
+    #[serde(default)]
+    pub process_bomb: bool,
     /// A problem the supervisor saw with the report (e.g. more than one).
     #[serde(default)]
     pub integrity: Option<String>,

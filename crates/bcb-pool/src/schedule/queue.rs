@@ -136,9 +136,11 @@ impl HeldRun {
     }
 }
 
-/// Whether `outcome` is a timeout spent mostly waiting rather than computing.
+/// Whether `outcome` is a timeout spent mostly waiting rather than computing. Not a process
+/// bomb ended at its limit: its own process's CPU misses its children's spinning.
 pub(super) fn slept(outcome: &Outcome) -> bool {
     outcome.status == Status::Timeout
+        && outcome.remark != Some(Remark::KilledAtProcessLimit)
         && outcome
             .cpu_secs
             .is_some_and(|cpu| cpu < SLEEPER_CPU_SHARE * outcome.wall_secs)

@@ -136,6 +136,11 @@ fn a_timeout_slept_when_its_cpu_time_is_small() {
     assert!(slept(&timeout(Some(0.2))));
     assert!(!slept(&timeout(Some(9.0))), "a CPU hog");
     assert!(!slept(&timeout(None)), "unmeasured");
+    // A process bomb's own process computes little: its children spin.
+    assert!(!slept(&Outcome {
+        remark: Some(Remark::KilledAtProcessLimit),
+        ..timeout(Some(0.02))
+    }));
     let fail = Outcome {
         cpu_secs: Some(0.0),
         ..timeout(None)

@@ -101,6 +101,20 @@ def cgroup_oom_kills(cfg):
     return None
 
 
+def process_limit_hits(cfg):
+    """Forks and thread starts the sample's process limit refused so far (the pids cgroup's
+    `max` event count); None without a pids cgroup."""
+    for path in cfg.get("cgroups") or []:
+        try:
+            with open(os.path.join(path, "pids.events")) as f:
+                for line in f:
+                    if line.startswith("max "):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+    return None
+
+
 def live_cpu(pid):
     """User + system CPU of a child that has not been reaped, and of the children it waited
     for; None when /proc cannot tell. Its own part is the larger of two lower bounds: its live

@@ -12,8 +12,19 @@ from .channel import CTRL_IN, send, write_all
 from .child import child_main
 from .freezer import Freezer
 from .kernel import CLONE_NEWPID, setns, unshare
-from .reap import cgroup_oom_kills, cleanup_after, kill_orphans, live_cpu
+from .reap import cgroup_oom_kills, cleanup_after, kill_orphans, live_cpu, process_limit_hits
 from .script import SCRIPT_SLACK
+
+
+# Forks (and thread starts) the process limit refused, since the job started, that make a
+# sample a process bomb: it is ended there, its verdict a timeout as at its deadline. A bomb
+# racks up thousands a second, each failing fork copying and freeing its address space in the
+# kernel; left to its deadline it took CPU and kernel locks from the sample beside it (a
+# one-thread correct answer ran 3x its time alone). A program that meets the limit by
+# accident fails a fork or two and raises.
+PROCESS_BOMB_FORKS = 100
+# How often the supervisor reads the refusals while the sample runs.
+PROCESS_BOMB_POLL_SECS = 0.1
 
 
 class Forked:
@@ -75,6 +86,8 @@ def run_job(job, cfg, forked, reader, received):
     os.set_blocking(job_w, False)
     base = cfg.get("workroot") or "/tmp"
     oom_before = cgroup_oom_kills(cfg)
+    refused_before = process_limit_hits(cfg)
+    bomb = False
     t0 = time.time()
     mark("handed")
     # The nonce is made after the fork, so the child's memory never held it before the tests.
@@ -116,8 +129,21 @@ def run_job(job, cfg, forked, reader, received):
             except OSError:
                 pass
             killed = True
+        if not killed and refused_before is not None:
+            refused = process_limit_hits(cfg)
+            if refused is not None and refused - refused_before >= PROCESS_BOMB_FORKS:
+                # Never frozen again: a frozen process takes no SIGKILL.
+                freezer.done = True
+                freezer.thaw()
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                killed = bomb = True
         watch = ([] if eof else [rfd]) + [pidfd] + ([] if reader.eof else [CTRL_IN])
         wait = max(left, 0.05) if not killed else 1.0
+        if not killed and refused_before is not None:
+            wait = min(wait, PROCESS_BOMB_POLL_SECS)
         spent_in = freezer.until_spent()
         if spent_in is not None:
             wait = min(wait, max(spent_in, 0.05))  # wake to thaw it when its budget runs out
@@ -198,7 +224,9 @@ def run_job(job, cfg, forked, reader, received):
         msg["signal"] = os.WTERMSIG(wstatus)
     else:
         msg["exit_code"] = os.WEXITSTATUS(wstatus)
-    msg["killed_at_deadline"] = killed
+    msg["killed_at_deadline"] = killed and not bomb
+    if bomb:
+        msg["process_bomb"] = True
     if frozen > 0:
         msg["frozen_secs"] = frozen
     oom_after = cgroup_oom_kills(cfg)

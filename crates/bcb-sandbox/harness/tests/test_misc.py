@@ -75,6 +75,13 @@ def test_oom_kills_are_read_from_the_memory_cgroup(tmp_path):
     assert reap.cgroup_oom_kills({}) is None
 
 
+def test_refused_forks_are_read_from_the_pids_cgroup(tmp_path):
+    (tmp_path / "pids.events").write_text("max 1234\n")
+    assert reap.process_limit_hits({"cgroups": [str(tmp_path / "none"), str(tmp_path)]}) == 1234
+    assert reap.process_limit_hits({"cgroups": [str(tmp_path / "none")]}) is None
+    assert reap.process_limit_hits({}) is None
+
+
 def test_a_live_childs_cpu_and_descendants_are_read_from_proc():
     p = subprocess.Popen([sys.executable, "-c", "import time; sum(range(10**6)); time.sleep(30)"])
     try:
