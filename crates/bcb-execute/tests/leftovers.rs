@@ -56,19 +56,24 @@ fn a_fork_that_falls_through_into_the_harness_runs_no_test() {
     }
 }
 
+/// Forks until killed, refusals caught.
+const FORK_BOMB: &str = "import os\ndef task_func():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n";
+
+/// Starts threads until the process limit refuses five, then lets them all finish: a program
+/// that meets the limit by accident.
+const REFUSED_FIVE_THREADS: &str = "import threading\ndef task_func():\n    stop, threads, refused = threading.Event(), [], 0\n    while refused < 5:\n        t = threading.Thread(target=stop.wait)\n        try:\n            t.start()\n            threads.append(t)\n        except RuntimeError:\n            refused += 1\n    stop.set()\n    for t in threads:\n        t.join()\n    return 1\n";
+
 /// A fork bomb is ended once its process limit has refused it many forks, seconds before its
 /// deadline, on both local executors; a program that meets the limit by accident (a few
 /// thread starts refused, caught) runs on and passes.
 #[test]
 fn a_fork_bomb_is_ended_at_its_process_limit_and_an_accident_is_not() {
     let Some(py) = python() else { return };
-    let bomb = "import os\ndef task_func():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n";
-    // Starts threads until the limit refuses five, then lets them all finish.
-    let accident = "import threading\ndef task_func():\n    stop, threads, refused = threading.Event(), [], 0\n    while refused < 5:\n        t = threading.Thread(target=stop.wait)\n        try:\n            t.start()\n            threads.append(t)\n        except RuntimeError:\n            refused += 1\n    stop.set()\n    for t in threads:\n        t.join()\n    return 1\n";
-    let jobs = vec![
-        job(0, "bomb", bomb, ONE_TEST, 30.0),
-        job(1, "accident", accident, ONE_TEST, 30.0),
-    ];
+    let jobs: Vec<Job> = [("bomb", FORK_BOMB), ("accident", REFUSED_FIVE_THREADS)]
+        .into_iter()
+        .enumerate()
+        .map(|(k, (name, code))| job(k, name, code, ONE_TEST, 30.0))
+        .collect();
     for kind in [LocalKind::Pool, LocalKind::Process] {
         let exec = executor_for(kind, config(py.clone(), 2)).expect("executor");
         let out = run_on(exec.as_ref(), jobs.clone());
@@ -100,12 +105,11 @@ const WORK: &str =
 fn batch() -> Vec<(&'static str, String, bool)> {
     let leftover = |prefix: &str| format!("{prefix}{WORK}");
     let busy_loop = "def task_func():\n    while True:\n        pass\n";
-    let fork_bomb = "import os\ndef task_func():\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n";
     let memory_bomb =
         "def task_func():\n    hog = []\n    while True:\n        hog.append(b\"x\" * (1 << 26))\n";
     vec![
         ("busy-loop", busy_loop.into(), false),
-        ("fork-bomb", fork_bomb.into(), false),
+        ("fork-bomb", FORK_BOMB.into(), false),
         ("plain", WORK.to_string(), true),
         ("fork-exec-at-import", leftover(FORK_EXEC_AT_IMPORT), true),
         ("memory-bomb", memory_bomb.into(), false),
@@ -120,7 +124,7 @@ fn batch() -> Vec<(&'static str, String, bool)> {
             leftover("import os, signal, time\nif os.fork() == 0:\n    os.setsid()\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    signal.signal(signal.SIGHUP, signal.SIG_IGN)\n    time.sleep(987654)\n    os._exit(0)\n"),
             true,
         ),
-        ("fork-bomb-again", format!("{fork_bomb}# again\n"), false),
+        ("fork-bomb-again", format!("{FORK_BOMB}# again\n"), false),
         (
             "daemon-thread-child",
             leftover("import subprocess, threading\nthreading.Thread(target=lambda: subprocess.Popen(['sleep', '987654']), daemon=True).start()\n"),

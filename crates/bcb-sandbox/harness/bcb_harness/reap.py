@@ -89,30 +89,28 @@ def kill_orphans():
         time.sleep(0.005)
 
 
-def cgroup_oom_kills(cfg):
+def cgroup_count(cfg, filename, key):
+    """The count `key` of the first of the sample's cgroups that has `filename` (a file of
+    `key value` lines); None where none has it."""
     for path in cfg.get("cgroups") or []:
         try:
-            with open(os.path.join(path, "memory.oom_control")) as f:
+            with open(os.path.join(path, filename)) as f:
                 for line in f:
-                    if line.startswith("oom_kill "):
+                    if line.startswith(key + " "):
                         return int(line.split()[1])
-        except OSError:
+        except (OSError, ValueError):
             pass
     return None
+
+
+def cgroup_oom_kills(cfg):
+    return cgroup_count(cfg, "memory.oom_control", "oom_kill")
 
 
 def process_limit_hits(cfg):
     """Forks and thread starts the sample's process limit refused so far (the pids cgroup's
     `max` event count); None without a pids cgroup."""
-    for path in cfg.get("cgroups") or []:
-        try:
-            with open(os.path.join(path, "pids.events")) as f:
-                for line in f:
-                    if line.startswith("max "):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-    return None
+    return cgroup_count(cfg, "pids.events", "max")
 
 
 def live_cpu(pid):
