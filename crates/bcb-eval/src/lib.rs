@@ -52,6 +52,7 @@ pub mod verdict_cache;
 mod warm;
 
 pub use assembly::{assemble, build_report, SampleRun};
+pub use bcb_execute::process_tree_cpu_secs;
 pub use error::SessionError;
 pub use event::{Event, Origin, Phase, RunAction, RunReport, Sink};
 pub use ground_truth::{failure_summary, GroundTruth, GtCache};

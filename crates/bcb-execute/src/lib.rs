@@ -10,7 +10,7 @@ mod spec;
 pub mod stop;
 
 pub use bcb_executor::*;
-pub use bcb_pool::{default_max_in_flight, PoolExecutor, ProcessExecutor};
+pub use bcb_pool::{default_max_in_flight, process_tree_cpu_secs, PoolExecutor, ProcessExecutor};
 pub use bcb_remote::{e2b, gradio};
 pub use bcb_sandbox::{host_isolation, landlock_abi, Isolation, Protection, ProtectionKind};
 pub use spec::{ExecutorSpec, Runtime};

@@ -66,4 +66,5 @@ mod zygote;
 
 pub use pool::PoolExecutor;
 pub use process::ProcessExecutor;
+pub use procfs::process_tree_cpu_secs;
 pub use schedule::default_max_in_flight;

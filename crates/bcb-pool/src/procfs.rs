@@ -173,6 +173,39 @@ pub(crate) fn process_ticks(stat: &str) -> u64 {
         .sum()
 }
 
+/// CPU seconds of this process and every descendant alive now, with what each waited for
+/// (`cutime`/`cstime`: slots count the samples they reaped, bcb the slots it reaped). The
+/// difference of two readings is what the whole tree used in between. `None` without /proc.
+pub fn process_tree_cpu_secs() -> Option<f64> {
+    let mut ticks = 0;
+    let mut stack = vec![std::process::id()];
+    let mut seen = HashSet::new();
+    let mut read_any = false;
+    while let Some(pid) = stack.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        read_any = true;
+        ticks += process_ticks(&stat);
+        // Children are listed per thread.
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                stack.extend(
+                    list.split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    read_any.then(|| ticks as f64 / clock_ticks_per_sec())
+}
+
 pub(crate) fn clock_ticks_per_sec() -> f64 {
     // SAFETY: sysconf only reads a constant of the system.
     match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
@@ -247,6 +280,31 @@ mod tests {
         assert!(spinning > 0, "a spinning process uses CPU ticks");
         let stat = "42 (a (b) c) R 1 2 3 4 5 6 7 8 9 10 100 20 3 4 0 0";
         assert_eq!(process_ticks(stat), 127);
+    }
+
+    #[test]
+    fn the_process_tree_counts_a_child_alive_and_after_its_reap() {
+        let before = process_tree_cpu_secs().expect("/proc");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let spun = |child: &std::process::Child| {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+            process_ticks(&stat) as f64 / clock_ticks_per_sec()
+        };
+        while spun(&child) < 0.3 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let alive = process_tree_cpu_secs().unwrap() - before;
+        assert!(alive >= 0.3, "a live child's CPU: {alive:.2} s");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let reaped = process_tree_cpu_secs().unwrap() - before;
+        assert!(
+            reaped >= alive,
+            "a reaped child's CPU stays counted: {reaped:.2} s"
+        );
     }
 
     #[test]

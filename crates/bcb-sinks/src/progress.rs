@@ -27,6 +27,8 @@ struct Counts {
     wall_secs: f64,
     cpu_secs: f64,
     longest: f64,
+    /// bcb's whole process tree's CPU seconds when the phase started (`process_tree_cpu_secs`).
+    tree_cpu_at_start: Option<f64>,
 }
 
 impl Counts {
@@ -45,20 +47,42 @@ impl Counts {
         )
     }
 
-    /// The phase's cost line, once it ran something.
-    fn cost_line(&self, wall: Duration) -> Option<String> {
+    /// The phase's cost line, once it ran something; `tree_cpu_now`: bcb's whole process
+    /// tree's CPU seconds at the phase's end.
+    fn cost_line(&self, wall: Duration, tree_cpu_now: Option<f64>) -> Option<String> {
         (self.executed > 0).then(|| {
             format!(
-                "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s",
+                "{}: {} run, wall {:.1}s; sum of test time {:.1}s, of job wall {:.1}s, of CPU {:.1}s; longest {:.1}s{}",
                 self.label,
                 self.executed,
                 wall.as_secs_f64(),
                 self.test_secs,
                 self.wall_secs,
                 self.cpu_secs,
-                self.longest
+                self.longest,
+                self.tree_cost(tree_cpu_now)
             )
         })
+    }
+
+    /// What bcb's whole process tree used over the phase beside the samples' own CPU: the
+    /// slots' warm-ups and forks, the supervisors, bcb itself. Nothing where the tree used
+    /// less than the samples reported (they ran elsewhere: a remote executor).
+    fn tree_cost(&self, tree_cpu_now: Option<f64>) -> String {
+        let Some(tree) = tree_cpu_now
+            .zip(self.tree_cpu_at_start)
+            .map(|(now, start)| now - start)
+        else {
+            return String::new();
+        };
+        if tree < self.cpu_secs {
+            return String::new();
+        }
+        let outside = tree - self.cpu_secs;
+        format!(
+            "; bcb's process tree {tree:.1}s of CPU, {outside:.1}s of it outside the samples ({:.0} ms a job)",
+            1000.0 * outside / self.executed as f64
+        )
     }
 }
 
@@ -91,6 +115,7 @@ impl ProgressSink {
         self.waiting = false;
         self.counts = Counts {
             label: phase.label(),
+            tree_cpu_at_start: bcb_eval::process_tree_cpu_secs(),
             ..Counts::default()
         };
         let resumed = if done > 0 {
@@ -182,7 +207,8 @@ impl Sink for ProgressSink {
             Event::PhaseFinished { .. } => {
                 let last = self.progress.finish();
                 self.progress.say(&last.line());
-                if let Some(cost) = self.counts.cost_line(last.elapsed) {
+                let tree_cpu = bcb_eval::process_tree_cpu_secs();
+                if let Some(cost) = self.counts.cost_line(last.elapsed, tree_cpu) {
                     self.progress.say(&cost);
                 }
             }
@@ -211,5 +237,42 @@ impl Sink for ProgressSink {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(cpu_secs: f64, tree_cpu_at_start: Option<f64>) -> Counts {
+        Counts {
+            label: "evaluate",
+            executed: 100,
+            cpu_secs,
+            tree_cpu_at_start,
+            ..Counts::default()
+        }
+    }
+
+    #[test]
+    fn the_cost_line_says_what_the_tree_used_beside_the_samples() {
+        let line = counts(10.0, Some(5.0))
+            .cost_line(Duration::from_secs(9), Some(20.0))
+            .unwrap();
+        assert!(
+            line.ends_with("of CPU 10.0s; longest 0.0s; bcb's process tree 15.0s of CPU, 5.0s of it outside the samples (50 ms a job)"),
+            "{line}"
+        );
+        // The samples ran elsewhere (a remote executor), or /proc could not tell.
+        for (start, now) in [
+            (Some(5.0), Some(6.0)),
+            (None, Some(20.0)),
+            (Some(5.0), None),
+        ] {
+            let line = counts(10.0, start)
+                .cost_line(Duration::from_secs(9), now)
+                .unwrap();
+            assert!(line.ends_with("longest 0.0s"), "{line}");
+        }
     }
 }
