@@ -553,7 +553,10 @@ mod tests {
         // through the files the first kept open.
         let mut sampler = Sampler::default();
         let first = govern(&seats, 2, &mut sampler).asked;
-        std::thread::sleep(Duration::from_millis(300));
+        // A second: the kernel adds a wait to schedstat only once the thread gets its CPU, so a
+        // spinner queued at the reading (a loaded CI machine) shows that wait short; over 300 ms
+        // it read 0.79 of a core once.
+        std::thread::sleep(Duration::from_secs(1));
         let pass = govern(&seats, 2, &mut sampler);
         let asked = pass.asked.unwrap();
         for child in [&mut sleeper, &mut spinner] {
