@@ -230,23 +230,38 @@ mod tests {
             c.wait().unwrap();
             c.id()
         };
+        // Built under our own (live) name, so that no other bcb's sweep running meanwhile
+        // (tests run in parallel) ends the sleeper before the control below; renamed to the
+        // dead owner's name only for our sweep.
+        let building = root.join(format!("bcb-{}-wtest-stale", std::process::id()));
         let stale = root.join(format!("bcb-{dead}-wtest"));
         let live = root.join(format!("bcb-{}-wtest-live", std::process::id()));
-        for dir in [&stale, &live] {
+        for dir in [&building, &live] {
             std::fs::create_dir(dir).unwrap();
         }
         let mut sleeper = std::process::Command::new("sleep")
             .arg("300")
             .spawn()
             .unwrap();
-        std::fs::write(stale.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
-        std::fs::write(stale.join("freezer.state"), "FROZEN").unwrap();
+        std::fs::write(building.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+        std::fs::write(building.join("freezer.state"), "FROZEN").unwrap();
+        // FROZEN is asked for, FREEZING until every task stopped; a SIGKILL before that kills.
+        let asked = std::time::Instant::now();
+        while std::fs::read_to_string(building.join("freezer.state"))
+            .unwrap()
+            .trim()
+            != "FROZEN"
+        {
+            assert!(asked.elapsed().as_secs() < 10, "the sleeper froze");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         unsafe { libc::kill(sleeper.id() as i32, libc::SIGKILL) };
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(
             sleeper.try_wait().unwrap().is_none(),
             "a frozen process does not die of SIGKILL (the leak this sweep mends)"
         );
+        std::fs::rename(&building, &stale).unwrap();
         sweep_stale_cgroups(&root);
         assert!(!stale.exists(), "the dead owner's cgroup is removed");
         assert!(
