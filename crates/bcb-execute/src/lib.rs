@@ -12,7 +12,9 @@ pub mod stop;
 pub use bcb_executor::*;
 pub use bcb_pool::{default_max_in_flight, process_tree_cpu_secs, PoolExecutor, ProcessExecutor};
 pub use bcb_remote::{e2b, gradio};
-pub use bcb_sandbox::{host_isolation, landlock_abi, Isolation, Protection, ProtectionKind};
+pub use bcb_sandbox::{
+    host_isolation, landlock_abi, CgroupVersion, Isolation, Platform, Protection, ProtectionKind,
+};
 pub use spec::{ExecutorSpec, Runtime};
 
 /// The chunking every remote backend shares.

@@ -155,6 +155,11 @@ fn escape_2_user_secrets_not_readable() {
         plant(".config/gh/hosts.yml", "oauth_token: planted"),
         plant("run/samples.jsonl", "{\"task_id\": \"planted\"}"),
         plant("run/samples_eval_results.json.journal", "planted journal"),
+        // The answer key: a pass bought by exec'ing its own task's canonical solution.
+        plant(
+            ".cache/bcb/datasets/bigcodebench-v0.1.4.jsonl",
+            "{\"task_id\": \"BigCodeBench/0\", \"canonical_solution\": \"planted\"}",
+        ),
     ];
     let list = files
         .iter()
@@ -184,7 +189,7 @@ fn escape_3_host_unix_sockets_unreachable() {
     let code = probe(
         "unix sockets",
         &format!(
-            "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n    try:\n        s.connect({:?})\n        hits.append('connected to the test listener')\n    except OSError:\n        pass\n    for d in ['/run', '/var/run']:\n        try:\n            for n in os.listdir(d):\n                if n.endswith('.sock') or n in ('docker', 'dbus', 'systemd'):\n                    hits.append('sees ' + d + '/' + n)\n        except OSError:\n            pass\n",
+            "    try:\n        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n        s.connect({:?})\n        hits.append('connected to the test listener')\n    except OSError:\n        pass\n    for d in ['/run', '/var/run']:\n        try:\n            for n in os.listdir(d):\n                if n.endswith('.sock') or n in ('docker', 'dbus', 'systemd'):\n                    hits.append('sees ' + d + '/' + n)\n        except OSError:\n            pass\n",
             path.to_str().unwrap()
         ),
     );
@@ -235,7 +240,7 @@ fn escape_5_dev_is_minimal() {
     // O_NOCTTY and no write: opening /dev/kmsg or /dev/console for write is the probe.
     let code = probe(
         "host /dev",
-        "    for p in ['/dev/kmsg', '/dev/console', '/dev/mem', '/dev/port']:\n        try:\n            os.close(os.open(p, os.O_WRONLY | os.O_NOCTTY))\n            hits.append('writable ' + p)\n        except OSError:\n            pass\n    allowed = {'null', 'zero', 'full', 'random', 'urandom', 'tty', 'shm', 'pts', 'ptmx', 'fd', 'stdin', 'stdout', 'stderr', 'mqueue'}\n    extra = sorted(set(os.listdir('/dev')) - allowed)\n    if extra:\n        hits.append('extra devices: ' + ' '.join(extra[:20]))\n    for p in ['/dev/null', '/dev/zero', '/dev/urandom']:\n        try:\n            os.close(os.open(p, os.O_RDWR))\n        except OSError as e:\n            hits.append('needed device missing: %s (%s)' % (p, e))\n",
+        "    for p in ['/dev/kmsg', '/dev/console', '/dev/mem', '/dev/port']:\n        try:\n            os.close(os.open(p, os.O_WRONLY | os.O_NOCTTY))\n            hits.append('writable ' + p)\n        except OSError:\n            pass\n    allowed = {'null', 'zero', 'full', 'random', 'urandom', 'tty', 'shm', 'pts', 'ptmx', 'fd', 'stdin', 'stdout', 'stderr', 'mqueue'}\n    try:\n        seen = set(os.listdir('/dev'))\n    except OSError:\n        seen = set()\n    extra = sorted(seen - allowed)\n    if extra:\n        hits.append('extra devices: ' + ' '.join(extra[:20]))\n    for p in ['/dev/null', '/dev/zero', '/dev/urandom']:\n        try:\n            os.close(os.open(p, os.O_RDWR))\n        except OSError as e:\n            hits.append('needed device missing: %s (%s)' % (p, e))\n",
     );
     contained(&[code], Control::AsRoot);
 }
@@ -382,11 +387,69 @@ fn escape_7_forged_pass_is_flagged_by_the_tamper_scan() {
     }
 }
 
+/// A probe of every ancestor of the sample (its supervisor, the zygote, bcb, and above) whose
+/// command name starts with `prefix`: their memory, mappings and environment through /proc
+/// (the supervisor's memory holds the report key; bcb's environment, API keys).
+fn ancestors_probe(prefix: &str) -> String {
+    probe(
+        "bcb's processes",
+        &format!(
+            "    pid = os.getppid()\n    while pid > 1:\n        try:\n            comm = open('/proc/%d/comm' % pid).read().strip()\n            parent = int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])\n        except OSError:\n            break\n        if comm.startswith({prefix:?}):\n            for f in ('environ', 'maps', 'mem'):\n                try:\n                    os.close(os.open('/proc/%d/%s' % (pid, f), os.O_RDONLY))\n                    hits.append('opened /proc/%d/%s (%s)' % (pid, f, comm))\n                except OSError:\n                    pass\n        pid = parent\n"
+        ),
+    )
+}
+
+/// bcb and the harness's own processes are out of the sample's reach: no memory, mappings or
+/// environment of an ancestor through /proc, whatever the host permits.
+#[test]
+fn escape_8_bcb_and_its_supervisors_out_of_reach() {
+    contained(&[ancestors_probe("")], Control::Always);
+    // Not dumpable alone (no namespace, no Landlock, the sample at the supervisor's uid):
+    // shown where it is what decides, an unprivileged bcb (root's samples may trace anyone).
+    if python().is_none() || unsafe { libc::geteuid() } == 0 {
+        return;
+    }
+    let harness = ancestors_probe("python");
+    let only_dumpable = Isolation {
+        supervisor_out_of_reach: true,
+        ..sandbox_off()
+    };
+    for kind in [LocalKind::Pool, LocalKind::Process] {
+        let off = run_with(kind, sandbox_off(), std::slice::from_ref(&harness), 1);
+        assert_eq!(
+            off[0].status,
+            Status::Fail,
+            "{kind}: control: {}",
+            leaks(&off[0])
+        );
+        let on = run_with(
+            kind,
+            only_dumpable.clone(),
+            std::slice::from_ref(&harness),
+            1,
+        );
+        assert_eq!(on[0].status, Status::Pass, "{kind}: {}", leaks(&on[0]));
+    }
+}
+
 /// As root: the escape tests again as user `nobody` (this test binary re-executed with
 /// setpriv, the system Python, since the eval venv under a private home is not readable by
 /// other users), where the host isolation means a user namespace or the degraded level.
 #[test]
 fn escapes_as_unprivileged_user() {
+    escapes_as_nobody(&[]);
+}
+
+/// As root: the escape tests as user `nobody` without namespaces (`BCB_SANDBOX=basic`), as in
+/// a container under Docker's default seccomp profile or Kubernetes' restricted one, or on a
+/// host without user namespaces: the sample shares bcb's uid; Landlock, seccomp and the
+/// supervisor's not being dumpable stand in for the namespaces.
+#[test]
+fn escapes_as_unprivileged_user_without_namespaces() {
+    escapes_as_nobody(&[("BCB_SANDBOX", "basic")]);
+}
+
+fn escapes_as_nobody(env: &[(&str, &str)]) {
     if std::env::var_os("BCB_ESCAPE_INNER").is_some() || python().is_none() {
         return;
     }
@@ -430,9 +493,13 @@ fn escapes_as_unprivileged_user() {
         .env("BCB_ESCAPE_INNER", "1")
         .env("BCB_ESCAPE_VISIBLE_DIR", visible.path())
         .env("BCB_PYTHON", py)
+        .envs(env.iter().copied())
         .status()
         .unwrap();
-    assert!(status.success(), "the escape tests failed as user nobody");
+    assert!(
+        status.success(),
+        "the escape tests failed as user nobody with {env:?}"
+    );
 }
 
 /// The fallback where namespaces are refused (`Isolation::degraded`: Landlock + seccomp +

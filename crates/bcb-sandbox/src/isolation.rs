@@ -26,10 +26,15 @@ pub struct Isolation {
     /// Host root: the sample switches to uid/gid 65534 (after its mounts are built), so no
     /// DAC check on a host file passes as root.
     pub uid_switch: bool,
-    /// Landlock (no mount namespace): writes only in the sample dir, signals scoped.
+    /// Landlock (no mount namespace): reads by the mount namespace's allow-list, writes only in
+    /// the sample dir, no trace of a process outside the sample's domain, signals scoped.
     pub landlock: bool,
-    /// seccomp (no network namespace): only AF_UNIX sockets.
+    /// seccomp (no network namespace): no socket() at all (socketpair stays).
     pub seccomp_net: bool,
+    /// The zygote and each slot's supervisor make themselves not dumpable (the sample makes
+    /// itself dumpable again): no ptrace or /proc/PID/{mem,maps,environ} of them for a sample
+    /// of the same uid, whatever else is missing.
+    pub supervisor_out_of_reach: bool,
     /// cgroup v1 controllers usable for per-slot limits (memory, pids).
     #[serde(skip)]
     pub cgroup_memory: Option<PathBuf>,
@@ -183,6 +188,7 @@ impl Isolation {
             nproc_rlimit: host.cgroup_pids.is_none(),
             landlock: landlock_abi() >= 1,
             seccomp_net: Path::new("/proc/sys/kernel/seccomp").exists(),
+            supervisor_out_of_reach: true,
             cgroup_memory: host.cgroup_memory,
             cgroup_pids: host.cgroup_pids,
             cgroup_freezer: host.cgroup_freezer,
@@ -204,6 +210,7 @@ pub fn host_isolation() -> Isolation {
         if forced == "none" {
             return iso;
         }
+        iso.supervisor_out_of_reach = true;
         let root = unsafe { libc::geteuid() } == 0;
         let ns = forced != "basic" && try_namespaces(false);
         let userns = forced != "basic" && !ns && try_namespaces(true);

@@ -34,6 +34,7 @@ pub const HARNESS: &[(&str, &str)] = harness_files![
     "bcb_harness/guard.py",
     "bcb_harness/integrity.py",
     "bcb_harness/isolate.py",
+    "bcb_harness/landlock.py",
     "bcb_harness/kernel.py",
     "bcb_harness/reap.py",
     "bcb_harness/recorder.py",

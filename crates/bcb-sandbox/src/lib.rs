@@ -10,6 +10,7 @@ pub mod env;
 pub mod isolation;
 pub mod launch;
 mod move_lock;
+pub mod platform;
 pub mod protection;
 pub mod verdict_rules;
 pub mod wire;
@@ -17,5 +18,6 @@ pub mod workroot;
 
 pub use cgroups::teardown;
 pub use isolation::{host_isolation, landlock_abi, Isolation};
+pub use platform::{CgroupVersion, Platform};
 pub use protection::{Protection, ProtectionKind};
 pub use workroot::remove_live as remove_work_roots;

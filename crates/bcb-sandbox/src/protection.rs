@@ -26,6 +26,7 @@ pub enum ProtectionKind {
     Landlock,
     SeccompNetwork,
     NoNewPrivs,
+    SupervisorOutOfReach,
     DescriptorHygiene,
     ReportChannel,
     IntegrityChecks,
@@ -34,7 +35,7 @@ pub enum ProtectionKind {
 
 impl ProtectionKind {
     /// Every kind, in `bcb env check`'s order.
-    pub const ALL: [ProtectionKind; 18] = [
+    pub const ALL: [ProtectionKind; 19] = [
         ProtectionKind::UnprivilegedSample,
         ProtectionKind::UserNamespace,
         ProtectionKind::PidNamespace,
@@ -49,6 +50,7 @@ impl ProtectionKind {
         ProtectionKind::Landlock,
         ProtectionKind::SeccompNetwork,
         ProtectionKind::NoNewPrivs,
+        ProtectionKind::SupervisorOutOfReach,
         ProtectionKind::DescriptorHygiene,
         ProtectionKind::ReportChannel,
         ProtectionKind::IntegrityChecks,
@@ -99,6 +101,7 @@ impl ProtectionKind {
             ProtectionKind::Landlock => "Landlock",
             ProtectionKind::SeccompNetwork => "seccomp network filter",
             ProtectionKind::NoNewPrivs => "no_new_privs",
+            ProtectionKind::SupervisorOutOfReach => "supervisor out of reach",
             ProtectionKind::DescriptorHygiene => "descriptor hygiene",
             ProtectionKind::ReportChannel => "report channel",
             ProtectionKind::IntegrityChecks => "integrity checks",
@@ -222,7 +225,7 @@ impl Isolation {
                 if iso.mountns {
                     "new root: /usr /bin /sbin /lib*, the Python trees, a filtered /etc, private /tmp; all read-only but /tmp and /dev/shm"
                 } else if iso.landlock {
-                    "fallback: Landlock, writes only in the sample's dir (the filesystem stays visible)"
+                    "fallback: Landlock, the same allow-list for reads and runs, writes only in the sample's dir (other paths stay visible, their contents closed)"
                 } else {
                     "fallback: none (the sample sees and may write what its uid may)"
                 },
@@ -251,7 +254,7 @@ impl Isolation {
                 if iso.netns {
                     "loopback only"
                 } else if iso.seccomp_net {
-                    "fallback: seccomp, AF_UNIX sockets only"
+                    "fallback: seccomp, no socket but socketpair"
                 } else {
                     "fallback: none"
                 },
@@ -299,17 +302,34 @@ impl Isolation {
             out.push(Protection {
                 kind: ProtectionKind::Landlock,
                 active: iso.landlock,
-                detail: format!("ABI {}", landlock_abi().max(0)),
+                detail: format!(
+                    "ABI {}: reads in the OS's and Python's trees, a filtered /etc, /proc and /sys; writes in the sample's dir; no trace of a process outside it{}",
+                    landlock_abi().max(0),
+                    if landlock_abi() >= 6 {
+                        ", nor a signal or abstract socket"
+                    } else {
+                        ""
+                    }
+                ),
             });
         }
         if !iso.netns {
             out.push(p(
                 ProtectionKind::SeccompNetwork,
                 iso.seccomp_net,
-                "AF_UNIX only",
+                "socket() refused (socketpair stays), as is every call of another ABI",
             ));
         }
         out.push(p(ProtectionKind::NoNewPrivs, true, "no setuid gains"));
+        out.push(p(
+            ProtectionKind::SupervisorOutOfReach,
+            iso.supervisor_out_of_reach,
+            if iso.supervisor_out_of_reach {
+                "bcb, the zygote and each supervisor not dumpable: no ptrace, no /proc/PID/{mem,maps,environ} of them"
+            } else {
+                "fallback: none (the sample's uid may read its supervisor's memory)"
+            },
+        ));
         out.push(p(
                 ProtectionKind::DescriptorHygiene,
             true,

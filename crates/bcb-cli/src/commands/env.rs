@@ -173,12 +173,13 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     // Every protection, in force or not, with the fallback named where it is not.
     let protections = bcb_execute::host_isolation().protections(&exec_cfg);
+    let platform = bcb_execute::Platform::of_host();
     if args.json {
         let j = serde_json::json!({
             "python": python, "python_version": report["python"],
             "libraries": libs.len(), "failed_imports": failed,
             "nltk_missing": nltk_missing, "tasks_needing_missing_nltk_data": nltk_tasks,
-            "protections": protections,
+            "platform": platform, "protections": protections,
         });
         println!("{}", serde_json::to_string_pretty(&j)?);
     } else {
@@ -204,6 +205,12 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
                 nltk_missing.join(", "),
                 nltk_tasks.len(),
                 nltk_tasks.join(", ")
+            );
+        }
+        println!("platform      {platform}");
+        if platform.cgroup == bcb_execute::CgroupVersion::V2 {
+            println!(
+                "  hint: bcb makes per-sample cgroups on cgroup v1 only: here rlimits stand in for the memory and pids cgroups, and no sample is frozen (docs/sandbox.md)"
             );
         }
         let active = protections.iter().filter(|p| p.active).count();

@@ -2,8 +2,8 @@
 //! protections ([`ProtectionKind`]), named by level (`none`, `basic`, `namespaces`, `full`),
 //! by protection (`memory-cgroup`), or both (`basic,pids-cgroup`). Unset, it is `none` on a
 //! loopback address (the clients could run code on this machine anyway) and `basic` on any
-//! other (samples from the network never run with capabilities, write outside their
-//! directory or open a network socket). docs/sandbox.md says what each level needs from a
+//! other (samples from the network never run with capabilities, read or write outside the
+//! allow-list, open a socket or reach bcb's processes). docs/sandbox.md says what each level needs from a
 //! container.
 
 use std::fmt;
@@ -18,8 +18,10 @@ pub enum Level {
     /// Nothing required.
     None,
     /// What every container gives on a kernel with Landlock (5.13+): the sample unprivileged
-    /// and without capabilities, writes only in its directory, no network sockets, and the
-    /// harness's own checks (descriptors, report channel, integrity, environment).
+    /// and without capabilities, reads only in the OS's and Python's trees and writes only in
+    /// its directory (no dataset, cache or secret), no sockets, bcb and its supervisors out of
+    /// its reach, and the harness's own checks (descriptors, report channel, integrity,
+    /// environment): a pass cannot be bought and nothing leaks.
     Basic,
     /// `basic` in the sandbox's own namespaces: PID, mount (allow-listed read-only root,
     /// masked /proc, minimal /dev), network (loopback only), IPC and UTS.
@@ -51,6 +53,7 @@ impl Level {
                 K::Landlock,
                 K::SeccompNetwork,
                 K::NoNewPrivs,
+                K::SupervisorOutOfReach,
                 K::DescriptorHygiene,
                 K::ReportChannel,
                 K::IntegrityChecks,
@@ -221,7 +224,7 @@ mod tests {
         let full: MinIsolation = "full".parse().unwrap();
         assert!(basic.required().iter().all(|k| ns.required().contains(k)));
         assert!(ns.required().iter().all(|k| full.required().contains(k)));
-        assert_eq!(full.required().len(), 17, "all but the user namespace");
+        assert_eq!(full.required().len(), 18, "all but the user namespace");
         assert!("none"
             .parse::<MinIsolation>()
             .unwrap()

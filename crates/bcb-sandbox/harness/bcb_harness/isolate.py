@@ -1,12 +1,13 @@
 """Isolation (child side): what a sample's process does to itself before any sample code
 (session, death signal, cgroups, namespaces, its root, limits, the unprivileged user, no new
-privileges, capabilities; Landlock and a seccomp filter in degraded mode). Every step is
-best effort, governed by the slot config, and the active set is reported once by the
-supervisor's probe."""
+privileges, capabilities; Landlock (landlock.py) and a seccomp filter in degraded mode).
+Every step is best effort, governed by the slot config, and the active set is reported once
+by the supervisor's probe."""
 
 import os
 import signal
 
+from . import landlock
 from .kernel import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -24,7 +25,7 @@ from .kernel import (
     prctl,
     unshare,
 )
-from .rootfs import DEVICES, build_root
+from .rootfs import build_root
 
 
 # Unprivileged identity a sample runs as when the slot is host root (kernel overflow ids).
@@ -81,68 +82,26 @@ def drop_capabilities():
     _check(libc().capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
 
 
-def landlock(base):
-    """Degraded mode: writes only under the sample's dir (+ the DEVICES, /dev/shm), no signals or
-    abstract unix sockets outside the sandbox (ABI >= 6)."""
-    import ctypes
-    import struct
-
-    sc = libc().syscall
-    sc.restype = ctypes.c_long
-    abi = sc(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        raise OSError("landlock unavailable")
-    write_rights = 2 | 16 | 32 | 64 | 128 | 256 | 512 | 1024 | 2048 | 4096
-    if abi >= 2:
-        write_rights |= 8192
-    if abi >= 3:
-        write_rights |= 16384
-    if abi >= 6:
-        attr = struct.pack("QQQ", write_rights, 0, 1 | 2)
-    elif abi >= 4:
-        attr = struct.pack("QQ", write_rights, 0)
-    else:
-        attr = struct.pack("Q", write_rights)
-    buf = ctypes.create_string_buffer(attr, len(attr))
-    fd = sc(ctypes.c_long(444), buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    # Devices one by one (not all of /dev: /dev/kmsg, /dev/console stay closed for writing).
-    file_write = 2 | (16384 if abi >= 3 else 0)
-    rules = [(base, write_rights)] + [("/dev/" + d, file_write) for d in DEVICES if os.path.exists("/dev/" + d)]
-    for d in ("/dev/shm", "/dev/pts"):
-        if os.path.isdir(d):
-            rules.append((d, write_rights if d == "/dev/shm" else file_write))
-    for path, rights in rules:
-        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, pfd), 12)
-        ret = sc(ctypes.c_long(445), ctypes.c_int(fd), ctypes.c_int(1), rule, ctypes.c_uint32(0))
-        os.close(pfd)
-        if ret != 0:
-            raise OSError(ctypes.get_errno(), "landlock_add_rule %s" % path)
-    if sc(ctypes.c_long(446), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    os.close(fd)
-
-
-def seccomp_no_inet():
-    """Degraded mode: socket() for anything but AF_UNIX fails with EACCES (no network)."""
+def seccomp_no_sockets():
+    """Degraded mode: socket() of any family fails with EACCES: no network, and no connecting
+    to a pathname unix socket (Landlock does not check connect; a container may hold a
+    runtime's or a bus's socket). socketpair() stays, for multiprocessing and asyncio. Every
+    call of another ABI (i386 by int 0x80, x32's numbers) fails alike: it would bypass this."""
     import ctypes
     import platform
     import struct
 
     arch, nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}[platform.machine()]
-    ld, jeq, ret = 0x20, 0x15, 0x06
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 13
     prog = [
         (ld, 0, 0, 4),  # arch
-        (jeq, 0, 5, arch),
+        (jeq, 0, 4, arch),
         (ld, 0, 0, 0),  # syscall nr
-        (jeq, 0, 3, nr),
-        (ld, 0, 0, 16),  # args[0] (low 32 bits)
-        (jeq, 1, 0, 1),  # AF_UNIX
-        (ret, 0, 0, deny),
+        (jge, 2, 0, 0x40000000),  # x32
+        (jeq, 1, 0, nr),
         (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
     ]
     raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
     filt = ctypes.create_string_buffer(raw, len(raw))
@@ -154,9 +113,30 @@ def seccomp_no_inet():
     _check(libc().prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
+def tasks_of_uid(uid):
+    """Threads of every process whose real uid is `uid`, as RLIMIT_NPROC counts them (by
+    /proc/PID/status: a process that is not dumpable shows root as its /proc owner)."""
+    count = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/status" % name) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields.get("Uid", "-1 ").split()[0]) == uid:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
 def isolate_child(cfg, base):
     """Runs in the forked child before any sample code. Returns the sample's base dir."""
     iso = cfg["isolation"]
+    # Dumpable again (the supervisor is not: supervisor_out_of_reach), so /proc/self is the
+    # sample's own, as for any process; it holds nothing of the supervisor's yet (forked before
+    # its job's key existed). Its domain and uid decide who else may trace it.
+    prctl(PR_SET_DUMPABLE, 1)
     os.setsid()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1 and not iso.get("pidns"):
@@ -205,6 +185,10 @@ def isolate_child(cfg, base):
 
         n = int(cfg["limits"].get("max_processes") or 0)
         if n:
+            # The kernel counts every task of the uid (bcb's threads, the other slots and
+            # samples where they share it, as in a container): the sample gets n beyond those.
+            uid = SANDBOX_UID if iso.get("uid_switch") else os.getuid()
+            n += tasks_of_uid(uid)
             resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     if iso.get("uid_switch"):
         switch_to_sandbox_user(SANDBOX_UID, SANDBOX_GID)
@@ -212,7 +196,7 @@ def isolate_child(cfg, base):
     if iso.get("dropcaps"):
         drop_capabilities()
     if iso.get("landlock"):
-        landlock(base)
+        landlock.restrict(cfg, base)
     if iso.get("seccomp_net"):
-        seccomp_no_inet()
+        seccomp_no_sockets()
     return base

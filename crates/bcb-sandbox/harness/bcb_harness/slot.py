@@ -11,7 +11,7 @@ import time
 from . import PROTOCOL
 from .channel import CTRL_IN, CTRL_OUT, LineReader, send
 from .clock import frozen_clock_create
-from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, collapse_heap, prctl, unshare
+from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, collapse_heap, prctl, unshare
 from .supervisor import Forked, run_job
 
 
@@ -48,6 +48,9 @@ def main(forked_slot=False):
     except OSError:
         pass
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Dumpable while the namespaces are made (a zygote's slot is not: /proc/self would be
+    # root's, and uid_map closed to us).
+    prctl(PR_SET_DUMPABLE, 1)
     pidns_fd = None
     forked = None
     if cfg["isolation"].get("userns"):
@@ -70,6 +73,10 @@ def main(forked_slot=False):
                 _, status = os.waitpid(pid, 0)
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Then not: a sample of our uid can neither trace us nor read our memory (the report key)
+    # or environment through /proc (each sample makes itself dumpable again, isolate_child).
+    if cfg["isolation"].get("supervisor_out_of_reach"):
+        prctl(PR_SET_DUMPABLE, 0)
     if cfg["isolation"].get("pidns"):
         pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
     t0 = time.time()

@@ -8,7 +8,7 @@ import signal
 import time
 
 from .channel import CTRL_IN, CTRL_OUT
-from .kernel import PR_SET_PDEATHSIG, close_all_but, collapse_heap, prctl
+from .kernel import PR_SET_DUMPABLE, PR_SET_PDEATHSIG, close_all_but, collapse_heap, prctl
 from .reap import reap_all
 from .slot import import_preloads, main
 
@@ -27,6 +27,7 @@ def zygote_main():
     import socket
 
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_DUMPABLE, 0)  # out of the samples' reach (each slot decides for itself)
     sock = socket.socket(fileno=CTRL_IN)
     t0 = time.time()
     failed = import_preloads(json.loads(sock.recv(1 << 20)).get("preload") or [])

@@ -1,5 +1,6 @@
 """The small pure parts: script paths and limits, the report encoder, the job pipe, a clone's
-stop, the reaper's readings, descriptors, preloads, the interpreter's paths."""
+stop, the reaper's readings, descriptors, preloads, the interpreter's paths, the fallback's
+task count and Landlock allow-list."""
 
 import json
 import os
@@ -9,7 +10,7 @@ import sys
 
 from conftest import run_forked
 
-from bcb_harness import child, kernel, reap, rootfs, script, slot
+from bcb_harness import child, isolate, kernel, landlock, reap, rootfs, script, slot
 
 
 def test_a_script_file_path_must_stay_in_its_directory(tmp_path):
@@ -117,3 +118,31 @@ def test_the_interpreters_trees_and_extra_paths_are_bound_once(tmp_path):
     assert str(tmp_path) in paths and str(tmp_path / "missing") not in paths
     assert os.path.realpath(sys.prefix) in paths
     assert len(paths) == len(set(paths)) and all(os.path.isdir(p) for p in paths)
+
+
+def test_the_uids_tasks_are_counted_with_their_threads():
+    import threading
+
+    stop = threading.Event()
+    threads = [threading.Thread(target=stop.wait) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        assert isolate.tasks_of_uid(os.getuid()) >= 4
+        assert isolate.tasks_of_uid(2**31 - 7) == 0
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def test_landlocks_allow_list_reads_the_interpreter_and_writes_only_the_sample_dir(tmp_path):
+    handled = landlock.handled_rights(3)
+    rules = dict(landlock.allow_list({"env": {"MPLCONFIGDIR": "/mpl"}}, str(tmp_path), handled))
+    assert rules[str(tmp_path)] == handled
+    assert rules[sys.prefix] == landlock.READ
+    assert rules["/mpl"] == landlock.READ and rules["/proc"] == landlock.READ
+    assert rules["/etc/ssl"] == landlock.READ
+    writable = [p for p, r in rules.items() if r & landlock.WRITE_FILE]
+    assert sorted(writable) == sorted([str(tmp_path), "/dev/shm", "/dev/pts"] + ["/dev/" + d for d in rootfs.DEVICES])
+    assert not any(p.startswith(os.path.expanduser("~/.cache/bcb/datasets")) for p in rules)
