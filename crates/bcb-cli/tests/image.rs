@@ -647,6 +647,98 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
     );
 
     space_answers_the_original_client(&podman, &env, &tag);
+    the_answer_key_stays_closed_without_namespaces(&podman, &env, &tag);
+}
+
+/// An answer that reads the dataset bcb keeps in its cache and runs its own task's canonical
+/// solution from it (issue 59: it passed every task it was tried on here).
+const ANSWER_KEY: &str = r#"import glob, json
+for path in glob.glob('/home/*/.cache/bcb/datasets/*.jsonl') + glob.glob('/root/.cache/bcb/datasets/*.jsonl'):
+    try:
+        with open(path) as f:
+            rows = [json.loads(line) for line in f]
+    except OSError:
+        continue
+    for row in rows:
+        if row['task_id'] == TASK_ID:
+            exec(row['complete_prompt'] + row['canonical_solution'], globals())
+"#;
+
+/// The answer key in the image under Kubernetes' restricted settings (uid 1000, every
+/// capability dropped, no_new_privs, Docker's default seccomp profile, so no namespaces):
+/// Landlock's read allow-list closes the dataset, and every such answer fails. The control, the
+/// same container with the sandbox off (`BCB_SANDBOX=none`), passes them all.
+fn the_answer_key_stays_closed_without_namespaces(podman: &Podman, env: &evalkit::Env, tag: &str) {
+    let tasks = ["BigCodeBench/310", "BigCodeBench/592", "BigCodeBench/928"];
+    let rows: Vec<Value> = tasks
+        .iter()
+        .map(
+            |t| json!({"task_id": t, "solution": ANSWER_KEY.replace("TASK_ID", &format!("{t:?}"))}),
+        )
+        .collect();
+    let dir = env.path("answer-key");
+    std::fs::create_dir_all(&dir).unwrap();
+    evalkit::write_jsonl(&dir.join("key.jsonl"), &rows);
+    std::os::unix::fs::chown(&dir, Some(1000), Some(1000)).unwrap();
+    let mount = format!("{}:/work", dir.display());
+    let profile = format!(
+        "seccomp={}",
+        repo().join("bench/seccomp/docker-default.json").display()
+    );
+    let ids = ids_arg(&rows);
+    for (sandbox, expected) in [("none", "pass"), ("", "fail")] {
+        let sandbox_env = format!("BCB_SANDBOX={sandbox}");
+        podman.run(&[
+            "run",
+            "--rm",
+            "--user",
+            "1000:1000",
+            "--cap-drop",
+            "all",
+            "--security-opt",
+            "no-new-privileges",
+            "--security-opt",
+            &profile,
+            "-e",
+            &sandbox_env,
+            "-v",
+            &mount,
+            tag,
+            "bcb",
+            "evaluate",
+            "--split",
+            "complete",
+            "--subset",
+            "hard",
+            "--parallel",
+            "2",
+            "--ids",
+            &ids,
+            "--samples",
+            "/work/key.jsonl",
+        ]);
+        let results = result_files(&dir, "key").0;
+        for (task, outcomes) in outcomes(&results) {
+            let statuses: Vec<&str> = outcomes.iter().map(|(s, _)| s.as_str()).collect();
+            assert_eq!(
+                statuses,
+                [expected],
+                "{task} with BCB_SANDBOX={sandbox:?}: the answer key {}",
+                if expected == "pass" {
+                    "did not work with the sandbox off (the control)"
+                } else {
+                    "bought a pass"
+                }
+            );
+        }
+        // Its results and journal go, or the next run would resume from them.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name() != Some("key.jsonl".as_ref()) {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
 }
 
 /// The Space image built on `tag` (by `build_image`) answers the original's Gradio client (bigcodebench 0.2.5)

@@ -45,8 +45,13 @@ macro_rules! local_executor {
                 Ok(())
             }
 
+            /// The platform first (`host (cgroup v1, namespaces, uid 0, Landlock ABI 7)`),
+            /// then each protection in force.
             fn describe(&self) -> Vec<String> {
-                self.base.iso.in_force(&self.base.cfg)
+                let host = format!("host ({})", bcb_sandbox::Platform::of_host());
+                std::iter::once(host)
+                    .chain(self.base.iso.in_force(&self.base.cfg))
+                    .collect()
             }
 
             $($rest)*

@@ -82,27 +82,32 @@ def drop_capabilities():
     _check(libc().capset(ctypes.byref(hdr), ctypes.byref(data)), "capset")
 
 
+# Refused by the fallback's filter, by architecture: socket(), and the kernel keyring's calls
+# (keyctl, add_key, request_key: not namespaced; Docker's default profile refuses them too).
+DENIED_SYSCALLS = {"x86_64": (0xC000003E, (41, 248, 249, 250)), "aarch64": (0xC00000B7, (198, 217, 218, 219))}
+
+
 def seccomp_no_sockets():
     """Degraded mode: socket() of any family fails with EACCES: no network, and no connecting
     to a pathname unix socket (Landlock does not check connect; a container may hold a
-    runtime's or a bus's socket). socketpair() stays, for multiprocessing and asyncio. Every
-    call of another ABI (i386 by int 0x80, x32's numbers) fails alike: it would bypass this."""
+    runtime's or a bus's socket). socketpair() stays, for multiprocessing and asyncio. The
+    keyring's calls fail alike, and every call of another ABI (i386 by int 0x80, x32's
+    numbers): it would bypass this."""
     import ctypes
     import platform
     import struct
 
-    arch, nr = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}[platform.machine()]
+    arch, denied = DENIED_SYSCALLS[platform.machine()]
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, deny = 0x7FFF0000, 0x00050000 | 13
-    prog = [
-        (ld, 0, 0, 4),  # arch
-        (jeq, 0, 4, arch),
-        (ld, 0, 0, 0),  # syscall nr
-        (jge, 2, 0, 0x40000000),  # x32
-        (jeq, 1, 0, nr),
-        (ret, 0, 0, allow),
-        (ret, 0, 0, deny),
-    ]
+    to_deny = 4 + len(denied) + 1  # the index of the last instruction
+
+    def jump(i):
+        return to_deny - (i + 1)
+
+    prog = [(ld, 0, 0, 4), (jeq, 0, jump(1), arch), (ld, 0, 0, 0), (jge, jump(3), 0, 0x40000000)]
+    prog += [(jeq, jump(4 + k), 0, nr) for k, nr in enumerate(denied)]
+    prog += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
     raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
     filt = ctypes.create_string_buffer(raw, len(raw))
 
@@ -111,6 +116,17 @@ def seccomp_no_sockets():
 
     fprog = Prog(len(prog), ctypes.cast(filt, ctypes.c_void_p))
     _check(libc().prctl(22, 2, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def join_own_session_keyring():
+    """A new, empty session keyring: the sample no longer possesses bcb's (or the container
+    runtime's), whose keys it could otherwise list in /proc/keys and read. Refused where the
+    keyring's calls are (Docker's default profile): nothing is possessed there either."""
+    import ctypes
+    import platform
+
+    keyctl, join_session = {"x86_64": 250, "aarch64": 219}[platform.machine()], 1
+    libc().syscall(ctypes.c_long(keyctl), ctypes.c_long(join_session), None)
 
 
 def tasks_of_uid(uid):
@@ -138,6 +154,7 @@ def isolate_child(cfg, base):
     # its job's key existed). Its domain and uid decide who else may trace it.
     prctl(PR_SET_DUMPABLE, 1)
     os.setsid()
+    join_own_session_keyring()
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1 and not iso.get("pidns"):
         os._exit(70)  # supervisor already gone
