@@ -210,12 +210,11 @@ fn standard_library_jobs_take_the_light_slot_and_the_rest_the_warm_one() {
 /// workers (the sample did not start them through `subprocess`), and the teardown then joins
 /// workers that never stop, so the sample hangs to its limit (a timeout for a correct
 /// program; at random in 205 and 363, every time here). In a PID namespace of the sample's own
-/// every process it can name is its own, so bcb lets those kills through there. Outside one
-/// (the fallback) the guard stays as upstream has it, and so does the hang.
-#[test]
-fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
-    let Some(py) = python() else { return };
-    let pool = "import multiprocessing, time\n\
+/// every process it can name is its own, so bcb lets those kills through there. Outside one,
+/// and without Landlock's signal scope, the guard stays as upstream has it, and so does the
+/// hang.
+/// The pool of [`a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own`].
+const POOL_TERMINATED: &str = "import multiprocessing, time\n\
                 def _work(x):\n    time.sleep(120)\n\
                 def task_func():\n    \
                     pool = multiprocessing.Pool(2)\n    \
@@ -223,22 +222,59 @@ fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
                     time.sleep(1)\n    \
                     pool.terminate()\n    \
                     return 1\n";
+
+#[test]
+fn a_pool_terminated_with_busy_workers_ends_in_a_pid_namespace_of_its_own() {
+    let Some(py) = python() else { return };
     let out = run(
         LocalKind::Pool,
         config(py, 1),
-        vec![job(0, "pool/terminate", pool, ONE_TEST, 20.0)],
+        vec![job(0, "pool/terminate", POOL_TERMINATED, ONE_TEST, 20.0)],
     );
     let o = &out[&0];
     if bcb_execute::host_isolation().pidns {
         assert_eq!(o.status, Status::Pass, "{:?}", o.details);
         assert!(o.wall_secs < 15.0, "ended at once: {} s", o.wall_secs);
-    } else {
+    } else if !(bcb_execute::host_isolation().landlock && bcb_execute::landlock_abi() >= 6) {
         assert_eq!(
             o.status,
             Status::Timeout,
             "upstream's guard, upstream's hang"
         );
     }
+}
+
+/// Without namespaces, Landlock's signal scope (ABI 6) confines the sample's signals to its own
+/// processes as a PID namespace does, so the guard lets the pool's kills through there too
+/// (the fallback hung in BigCodeBench/363: 30 copies of its canonical solution never ended,
+/// as the control without Landlock here still does).
+#[test]
+fn a_pool_terminated_with_busy_workers_ends_where_landlock_scopes_signals() {
+    let Some(py) = python() else { return };
+    if bcb_execute::landlock_abi() < 6 {
+        eprintln!("skipping: Landlock's signal scope needs ABI 6 (Linux 6.12)");
+        return;
+    }
+    let on = |iso: bcb_execute::Isolation, limit: f64| {
+        let exec = bcb_execute::executor_with(LocalKind::Pool, config(py.clone(), 1), iso)
+            .expect("executor");
+        let job = job(0, "pool/terminate", POOL_TERMINATED, ONE_TEST, limit);
+        run_on(exec.as_ref(), vec![job]).remove(&0).unwrap()
+    };
+    let without = bcb_execute::Isolation {
+        landlock: false,
+        ..bcb_execute::Isolation::degraded()
+    };
+    let control = on(without, 6.0);
+    assert_eq!(
+        control.status,
+        Status::Timeout,
+        "control: {:?}",
+        control.details
+    );
+    let o = on(bcb_execute::Isolation::degraded(), 20.0);
+    assert_eq!(o.status, Status::Pass, "{:?}", o.details);
+    assert!(o.wall_secs < 15.0, "ended at once: {} s", o.wall_secs);
 }
 
 /// BigCodeBench/1040 races its own server, in any harness: `test_queue_empty_condition` sends

@@ -57,9 +57,10 @@ class Guard:
         print(text)
 
     def install_safe_environment(self, own_pidns=False):
-        """Upstream's kill guard, as it is, except in a PID namespace of the sample's own:
-        there every process it can name is its own (the supervisor and the host are outside),
-        so its kills go through. Upstream refuses a kill of any process the sample did not
+        """Upstream's kill guard, as it is, except where the kernel confines the sample's
+        signals (`own_pidns`: a PID namespace of its own, or Landlock's signal scope): there
+        every process it can signal is its own (the supervisor and the host are outside), so
+        its kills go through. Upstream refuses a kill of any process the sample did not
         start through `subprocess`, so `multiprocessing.Pool.terminate()` cannot signal its
         workers, and a worker left waiting on the pool's queue lock is joined forever
         (BigCodeBench/205 and /363 hang at random, more often on a busy machine)."""

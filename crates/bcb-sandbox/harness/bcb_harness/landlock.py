@@ -38,6 +38,15 @@ def abi():
     return max(0, sc(ctypes.c_long(CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(1)))
 
 
+def signals_confined(iso):
+    """Whether the kernel keeps every signal of the sample inside its own processes: a PID
+    namespace of its own, or Landlock's signal scope (ABI >= 6). Upstream's kill guard then
+    lets its kills through (`Guard.install_safe_environment`): without them
+    `multiprocessing.Pool.terminate()` cannot end its workers, and a worker left on the pool's
+    queue lock is joined forever (BigCodeBench/205 and 363 hung so without namespaces)."""
+    return bool(iso.get("pidns")) or (bool(iso.get("landlock")) and abi() >= 6)
+
+
 def handled_rights(version):
     """Every filesystem right this ABI knows, reads included: what is not granted is denied."""
     rights = READ | WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR | MAKE_REG

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 
+from . import landlock
 from .audit import make_audit_hook, make_origin
 from .clock import frozen_clock, frozen_clock_read
 from .guard import Guard, make_sink_class
@@ -66,7 +67,7 @@ def run_sample(job, cfg, base, emit=None, stop_clone=lambda: None):
     result = {"status": None, "details": {}, "test_secs": None, "ran": [], "skipped": 0, "integrity": None}
     details = result["details"]
 
-    guard.install_safe_environment(own_pidns=bool(cfg["isolation"].get("pidns")))
+    guard.install_safe_environment(own_pidns=landlock.signals_confined(cfg["isolation"]))
     workdir = tempfile.mkdtemp(dir=base)
     os.chdir(workdir)
 
