@@ -206,6 +206,10 @@ def isolate_child(cfg, base):
             # samples where they share it, as in a container): the sample gets n beyond those.
             uid = SANDBOX_UID if iso.get("uid_switch") else os.getuid()
             n += tasks_of_uid(uid)
+            # Never above the hard limit we were given (raising it is refused).
+            hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+            if hard != resource.RLIM_INFINITY:
+                n = min(n, hard)
             resource.setrlimit(resource.RLIMIT_NPROC, (n, n))
     if iso.get("uid_switch"):
         switch_to_sandbox_user(SANDBOX_UID, SANDBOX_GID)
