@@ -417,8 +417,8 @@ fn image_evaluate<'a>(
     for p in [dir.to_path_buf(), dir.join(format!("{name}.jsonl"))] {
         std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
     }
-    let mount = format!("{}:/work", dir.display());
-    let sample_file = format!("/work/{name}.jsonl");
+    let mount = format!("{}:{IN_CONTAINER}", dir.display());
+    let sample_file = format!("{IN_CONTAINER}/{name}.jsonl");
     let ids = ids_arg(rows);
     let container_name = format!("bcb-test-{}", dir.file_name().unwrap().to_string_lossy());
     let mut args = vec![
@@ -559,7 +559,7 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
 
     // Meanwhile `bcb evaluate` in another container, on the second half.
     let box_dir = env.path("box");
-    let gt_summary = format!("/work/{evaluated}-gt.json");
+    let gt_summary = format!("{IN_CONTAINER}/{evaluated}-gt.json");
     let evaluate = image_evaluate(
         &podman,
         &tag,
@@ -650,7 +650,11 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
     the_answer_key_stays_closed_without_namespaces(&podman, &env, &tag);
 }
 
-/// An answer that reads the dataset bcb keeps in its cache and runs its own task's canonical
+/// Where a test's folder is mounted in its container.
+const IN_CONTAINER: &str = "/work";
+
+/// An answer that reads the dataset bcb keeps in its cache (at the image's own paths: its
+/// user's home, or root's) and runs its own task's canonical
 /// solution from it (issue 59: it passed every task it was tried on here).
 const ANSWER_KEY: &str = r#"import glob, json
 for path in glob.glob('/home/*/.cache/bcb/datasets/*.jsonl') + glob.glob('/root/.cache/bcb/datasets/*.jsonl'):
@@ -680,7 +684,8 @@ fn the_answer_key_stays_closed_without_namespaces(podman: &Podman, env: &evalkit
     std::fs::create_dir_all(&dir).unwrap();
     evalkit::write_jsonl(&dir.join("key.jsonl"), &rows);
     std::os::unix::fs::chown(&dir, Some(1000), Some(1000)).unwrap();
-    let mount = format!("{}:/work", dir.display());
+    let mount = format!("{}:{IN_CONTAINER}", dir.display());
+    let samples = format!("{IN_CONTAINER}/key.jsonl");
     let profile = format!(
         "seccomp={}",
         repo().join("bench/seccomp/docker-default.json").display()
@@ -715,10 +720,11 @@ fn the_answer_key_stays_closed_without_namespaces(podman: &Podman, env: &evalkit
             "--ids",
             &ids,
             "--samples",
-            "/work/key.jsonl",
+            &samples,
         ]);
-        let results = result_files(&dir, "key").0;
-        for (task, outcomes) in outcomes(&results) {
+        let results = outcomes(&result_files(&dir, "key").0);
+        assert_eq!(results.len(), tasks.len(), "one result per task");
+        for (task, outcomes) in results {
             let statuses: Vec<&str> = outcomes.iter().map(|(s, _)| s.as_str()).collect();
             assert_eq!(
                 statuses,
