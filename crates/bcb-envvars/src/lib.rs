@@ -64,7 +64,7 @@ env_vars! {
     Bcb BCB_EXECUTOR "Local executor, `pool` or `process` (`--executor`).";
     Bcb BCB_SERVE_TOKEN "Bearer token `bcb serve` requires (`--token`); required to listen on a non-loopback address.";
     Bcb BCB_MIN_ISOLATION "Least sandbox `bcb serve` starts with (`--min-isolation`): a level `none`, `basic`, `namespaces`, `full` and/or protections; default `basic` off loopback.";
-    Bcb BCB_CGROUP_FAVORDYNMODS "`0`: leave the kernel's cgroup move lock as it is (by default bcb, as root with cgroup v1 on Linux 6.18+, turns on `favordynmods`, which lasts until reboot: docs/sandbox.md).";
+    Bcb BCB_CGROUP_FAVORDYNMODS "`0`: leave the kernel's cgroup move lock as it is (by default bcb, as root on Linux 6.18+, turns on `favordynmods`, which lasts until reboot: docs/sandbox.md).";
     Bcb BCB_SANDBOX "`basic` forces the Landlock/seccomp fallback, `none` turns kernel protections off.";
     Bcb BCB_LOG "Log filter (`tracing` env-filter syntax), e.g. `bcb=debug`.";
     Bcb BCB_GENERATE_CONFIG "A TOML file of per-model sampling settings for `bcb generate`.";

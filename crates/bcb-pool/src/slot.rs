@@ -224,6 +224,7 @@ impl Slot {
             preload: &spec.preload,
             cgroups: &spec.cgroups,
             freezer: spec.freezer.as_deref(),
+            cgroup_home: spec.freezer.as_deref().map(|f| layout().supervisor_home(f)),
             workroot: &spec.workroot,
             one_shot: spec.one_shot,
             hacks: spec.cfg.hacks.watches(),

@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::cgroups::{cgroup_controller, own_cgroup, sweep_stale_cgroups, Roots};
+use crate::cgroups::{cgroup_controller, own_cgroup, subtree, sweep_stale_cgroups, Roots};
+use crate::platform::CgroupVersion;
 
 /// Isolation features the harness child applies (each probed on this host).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -231,37 +232,58 @@ pub fn host_isolation() -> Isolation {
         // Without namespaces, Landlock and seccomp stand in for the mount and net namespaces.
         iso.landlock = !iso.mountns && landlock_abi() >= 1;
         iso.seccomp_net = !iso.netns && Path::new("/proc/sys/kernel/seccomp").exists();
-        if root {
-            iso.cgroup_memory = cgroup_controller("memory");
-            iso.cgroup_pids = cgroup_controller("pids");
-            iso.cgroup_freezer = cgroup_controller("freezer");
-            iso.cgroup_cpu = cgroup_controller("cpu");
-            for root in [
-                &iso.cgroup_freezer,
-                &iso.cgroup_memory,
-                &iso.cgroup_pids,
-                &iso.cgroup_cpu,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                sweep_stale_cgroups(root);
-            }
-            // The cpu groups are made in our own cpu cgroup, not the root (`SlotCgroups`).
-            if let Some(own) = iso
-                .cgroup_cpu
-                .as_ref()
-                .map(|root| own_cgroup(root, "cpu"))
-                .filter(|own| Some(own) != iso.cgroup_cpu.as_ref())
-            {
-                sweep_stale_cgroups(&own);
-            }
-            // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
-            iso.nproc_rlimit = iso.cgroup_pids.is_none();
+        match CgroupVersion::of_host() {
+            CgroupVersion::V1 if root => find_v1_cgroups(&mut iso),
+            CgroupVersion::V2 => find_v2_cgroups(&mut iso),
+            _ => {}
         }
+        // RLIMIT_NPROC counts every process of the uid: only useful without a pids cgroup.
+        iso.nproc_rlimit = iso.cgroup_pids.is_none();
         // After the cgroups' sweep: no sample of a dead bcb still works in its folder.
         crate::workroot::sweep_stale(&std::env::temp_dir());
         iso
     })
     .clone()
+}
+
+/// Root's v1 hierarchies, each swept of the cgroups of a bcb that is gone.
+fn find_v1_cgroups(iso: &mut Isolation) {
+    iso.cgroup_memory = cgroup_controller("memory");
+    iso.cgroup_pids = cgroup_controller("pids");
+    iso.cgroup_freezer = cgroup_controller("freezer");
+    iso.cgroup_cpu = cgroup_controller("cpu");
+    for root in [
+        &iso.cgroup_freezer,
+        &iso.cgroup_memory,
+        &iso.cgroup_pids,
+        &iso.cgroup_cpu,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        sweep_stale_cgroups(root);
+    }
+    // The cpu groups are made in our own cpu cgroup, not the root (`SlotCgroups`).
+    if let Some(own) = iso
+        .cgroup_cpu
+        .as_ref()
+        .map(|root| own_cgroup(root, "cpu"))
+        .filter(|own| Some(own) != iso.cgroup_cpu.as_ref())
+    {
+        sweep_stale_cgroups(&own);
+    }
+}
+
+/// The v2 subtree bcb may write (any uid), swept; every controller in one folder per slot,
+/// and the freezer (`cgroup.freeze`) in every cgroup below the root.
+fn find_v2_cgroups(iso: &mut Isolation) {
+    let Ok(tree) = subtree() else {
+        return;
+    };
+    sweep_stale_cgroups(&tree.base);
+    let base = Some(tree.base.clone());
+    iso.cgroup_memory = base.clone().filter(|_| tree.has("memory"));
+    iso.cgroup_pids = base.clone().filter(|_| tree.has("pids"));
+    iso.cgroup_cpu = base.clone().filter(|_| tree.has("cpu"));
+    iso.cgroup_freezer = base;
 }

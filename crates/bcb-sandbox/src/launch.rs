@@ -28,6 +28,7 @@ pub const HARNESS: &[(&str, &str)] = harness_files![
     "bcb_harness/account.py",
     "bcb_harness/audit.py",
     "bcb_harness/channel.py",
+    "bcb_harness/cgroupfs.py",
     "bcb_harness/child.py",
     "bcb_harness/clock.py",
     "bcb_harness/freezer.py",

@@ -1,5 +1,5 @@
 //! The kernel's lock for moving a process into a cgroup. Every sample moves itself into its
-//! slot's v1 cgroups before it is handed its job, and by default the kernel guards such a
+//! slot's cgroups before it is handed its job, and by default the kernel guards such a
 //! move with one machine-wide lock whose writer first waits for an RCU grace period once
 //! the lock has been quiet for a moment: milliseconds of sleep for a move made every few tens
 //! of milliseconds, on every sample's way to its tests (bench/README.md, "A sample's move

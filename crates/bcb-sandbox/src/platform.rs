@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 
+use std::path::PathBuf;
+
+use crate::cgroups::subtree;
 use crate::isolation::{host_isolation, landlock_abi};
 
 /// The cgroup hierarchy mounted at /sys/fs/cgroup.
@@ -12,7 +15,7 @@ use crate::isolation::{host_isolation, landlock_abi};
 pub enum CgroupVersion {
     /// One hierarchy per controller (a tmpfs of v1 mounts), perhaps with a v2 one beside.
     V1,
-    /// The unified hierarchy alone (cgroup2fs): bcb makes no per-sample cgroup there yet.
+    /// The unified hierarchy alone (cgroup2fs): bcb's cgroups go in a subtree it may write.
     V2,
     /// No cgroup file system at all.
     None,
@@ -56,6 +59,11 @@ pub struct Platform {
     pub uid: u32,
     /// 0: no Landlock.
     pub landlock_abi: i64,
+    /// cgroup v2: the subtree bcb makes its slots' cgroups in, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_subtree: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_subtree_refused: Option<String>,
 }
 
 impl Platform {
@@ -67,7 +75,20 @@ impl Platform {
             user_namespace: iso.userns,
             uid: unsafe { libc::geteuid() },
             landlock_abi: landlock_abi().max(0),
+            cgroup_subtree: None,
+            cgroup_subtree_refused: None,
         }
+        .with_subtree()
+    }
+
+    fn with_subtree(mut self) -> Platform {
+        if self.cgroup == CgroupVersion::V2 {
+            match subtree() {
+                Ok(tree) => self.cgroup_subtree = Some(tree.base.clone()),
+                Err(refused) => self.cgroup_subtree_refused = Some(refused.to_string()),
+            }
+        }
+        self
     }
 }
 
@@ -83,9 +104,13 @@ impl std::fmt::Display for Platform {
             0 => "no Landlock".to_string(),
             abi => format!("Landlock ABI {abi}"),
         };
+        let unwritable = match self.cgroup_subtree_refused {
+            Some(_) => " (no subtree bcb may write)",
+            None => "",
+        };
         write!(
             f,
-            "{}, {ns}, uid {}, {landlock}",
+            "{}{unwritable}, {ns}, uid {}, {landlock}",
             self.cgroup.name(),
             self.uid
         )
@@ -104,10 +129,12 @@ mod tests {
             user_namespace: false,
             uid: 1000,
             landlock_abi: 6,
+            cgroup_subtree: None,
+            cgroup_subtree_refused: Some("making a cgroup in /sys/fs/cgroup/x was refused".into()),
         };
         assert_eq!(
             p.to_string(),
-            "cgroup v2, no namespaces, uid 1000, Landlock ABI 6"
+            "cgroup v2 (no subtree bcb may write), no namespaces, uid 1000, Landlock ABI 6"
         );
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json["cgroup"], "v2");

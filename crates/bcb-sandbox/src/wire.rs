@@ -32,6 +32,8 @@ pub struct SlotConfig<'a> {
     pub cgroups: &'a [PathBuf],
     /// The freezer cgroup among `cgroups` (the scheduler's `freeze`/`thaw` ops act on it).
     pub freezer: Option<&'a Path>,
+    /// Where the supervisor goes back to once warm, out of `freezer` (set with it).
+    pub cgroup_home: Option<PathBuf>,
     pub workroot: &'a Path,
     pub one_shot: bool,
     /// Run the reward-hack watch (see `bcb_executor::hack`).

@@ -155,6 +155,7 @@ fn bcb_lines(work: &Path) -> Value {
         preload: &preload,
         cgroups: &cgroups,
         freezer: Some(&freezer),
+        cgroup_home: Some(work.to_path_buf()),
         workroot: work,
         one_shot: false,
         hacks: true,

@@ -208,9 +208,13 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             );
         }
         println!("platform      {platform}");
-        if platform.cgroup == bcb_execute::CgroupVersion::V2 {
+        if let Some(base) = &platform.cgroup_subtree {
+            println!("  cgroups in   {}", base.display());
+        }
+        if let Some(refused) = &platform.cgroup_subtree_refused {
+            println!("  no cgroup subtree bcb may write: {refused}");
             println!(
-                "  hint: bcb makes per-sample cgroups on cgroup v1 only: here rlimits stand in for the memory and pids cgroups, and no sample is frozen (docs/sandbox.md)"
+                "  hint: run bcb in a delegated scope, `systemd-run --user --scope -p Delegate=yes bcb …`; without one rlimits stand in for the memory and pids cgroups and no sample is frozen (docs/sandbox.md)"
             );
         }
         let active = protections.iter().filter(|p| p.active).count();

@@ -4,7 +4,7 @@
 //! the scheduler let in beyond them (while CPUs idled: samples that sleep or wait) are
 //! *extra*.
 //!
-//! Where the slot has a cgroup v1 `cpu` group (root, with the freezer: the usual case), an
+//! Where the slot has a `cpu` group (with the freezer: the usual case; v1 or v2), an
 //! extra sample that computes runs at the lowest CPU weight (`cpu.shares` 16 against a
 //! primary's 1024): the kernel gives it little more than what the primaries leave, with no
 //! measurement in between, so it fills the fraction of a core a thread pool leaves as well as a whole
@@ -29,7 +29,7 @@
 //! core goes to the oldest frozen one instead: [`thaw_oldest`]). Once quiet, it starts over
 //! (probed again before any freeze). When it becomes primary, it gets the default weight back.
 //!
-//! Without a cpu group, the governor freezes instead (cgroup v1 freezer, through the slot's
+//! Without a cpu group, the governor freezes instead (the freezer cgroup, through the slot's
 //! supervisor): when an extra sample wakes up and what our samples ask of the CPUs (their
 //! threads' time on a CPU or waiting for one over the last interval) exceeds the cores
 //! (`min(workers, CPUs)`), it freezes extras, newest first, and thaws the oldest frozen one

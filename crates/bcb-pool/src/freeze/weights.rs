@@ -3,7 +3,7 @@
 
 use super::FREEZE_CPU_SHARE;
 
-/// cgroup v1 `cpu.shares` of a primary sample (the kernel's default) and of an extra one
+/// `cpu.shares` (v1; v2 maps them to `cpu.weight`) of a primary sample (the kernel's default) and of an extra one
 /// (about 1.5% of a core against one primary that wants it). Not the kernel's minimum, 2:
 /// there a sleeping thread's wake-up waited 0.1 to 0.3 s beside busy primaries (on 6.18's
 /// EEVDF scheduler; 16 waits milliseconds, bench/extra-weight.py), and a test that times

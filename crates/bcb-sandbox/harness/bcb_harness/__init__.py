@@ -24,10 +24,12 @@
 #   account     hack watch: the judging        freezer     the freezer cgroup, its budget
 #   reap        killing and reaping leftovers  clock       the frozen clock shared page
 #   channel     fds 3/4, the log               kernel      libc calls, descriptors
+#   cgroupfs    the cgroups' files, v1 or v2
 #
 # Wire protocol (Rust side: crates/bcb-sandbox/src/wire.rs; change both together):
 #   fd 3, in:  {protocol, isolation, limits: {<Limits fields>, kill_grace_secs, memory_rlimit_mb?,
-#               tmpfs_mb, freeze_budget_secs}, env, preload, cgroups, workroot, one_shot} -- once
+#               tmpfs_mb, freeze_budget_secs}, env, preload, cgroups, freezer, cgroup_home,
+#               workroot, one_shot} -- once
 #              {key, code, test, time_limit, expected, declared_skips, script?} -- one per job
 #                 expected: the test code's `test*` methods of class TestCases (null: none
 #                 readable, or a script); declared_skips: the tests it lets skip, ["*"]: any

@@ -1,14 +1,14 @@
 """The sample's freezer cgroup, driven by the orchestrator's ops, within a budget."""
 
 import json
-import os
 import time
 
+from . import cgroupfs
 from .clock import frozen_clock_write
 
 
 class Freezer:
-    """The sample's freezer cgroup (v1 `freezer.state`), driven by the orchestrator's ops,
+    """The sample's freezer cgroup, driven by the orchestrator's ops,
     and the time it has spent frozen or credited: at most `budget` seconds, after which the
     sample is thawed here and never frozen or credited again, whatever the orchestrator
     does (its deadlines so move by at most the budget)."""
@@ -20,15 +20,11 @@ class Freezer:
         # would thaw it; its exit must not wait on a late freeze.
         self.done = False
         frozen_clock_write(0.0)
-        self.write("THAWED")  # a job never starts in a frozen group
+        self.write(False)  # a job never starts in a frozen group
 
-    def write(self, state):
+    def write(self, frozen):
         if self.path:
-            try:
-                with open(os.path.join(self.path, "freezer.state"), "w") as f:
-                    f.write(state)
-            except OSError:
-                pass
+            cgroupfs.set_frozen(self.path, frozen)
 
     def op(self, line, key):
         try:
@@ -38,7 +34,7 @@ class Freezer:
             return
         if op == "freeze" and self.path and self.since is None and not self.done and self.total < self.budget:
             self.since = time.time()
-            self.write("FROZEN")
+            self.write(True)
         elif op == "thaw":
             self.thaw()
         elif op == "credit" and not self.done:
@@ -54,7 +50,7 @@ class Freezer:
             self.total = min(self.total + time.time() - self.since, self.budget)
             self.since = None
             frozen_clock_write(self.total)  # before it runs again: its alarm reads this
-            self.write("THAWED")
+            self.write(False)
 
     def expire(self):
         """Thaws the sample once it has been held for its whole budget."""

@@ -7,7 +7,7 @@ by the supervisor's probe."""
 import os
 import signal
 
-from . import landlock
+from . import cgroupfs, landlock
 from .kernel import (
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -159,8 +159,7 @@ def isolate_child(cfg, base):
     if os.getppid() == 1 and not iso.get("pidns"):
         os._exit(70)  # supervisor already gone
     for path in cfg.get("cgroups") or []:
-        with open(os.path.join(path, "cgroup.procs"), "w") as f:
-            f.write("0")
+        cgroupfs.join(path)
     try:
         with open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")

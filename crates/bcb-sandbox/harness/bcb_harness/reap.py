@@ -5,6 +5,8 @@ import os
 import signal
 import time
 
+from . import cgroupfs
+
 
 def list_descendants(root):
     """Pids whose parent chain leads to `root` (we are a subreaper, so orphans come back here)."""
@@ -38,12 +40,8 @@ def kill_cgroups(paths):
     while time.time() < deadline:
         alive = False
         for path in paths:
-            try:
-                with open(os.path.join(path, "cgroup.procs")) as f:
-                    pids = [int(p) for p in f.read().split()]
-            except OSError:
-                continue
-            for p in pids:
+            # 0: a member outside our PID namespace (kill(0) would end our own group).
+            for p in [p for p in cgroupfs.members(path) if p > 0 and p != os.getpid()]:
                 alive = True
                 try:
                     os.kill(p, signal.SIGKILL)
@@ -89,28 +87,14 @@ def kill_orphans():
         time.sleep(0.005)
 
 
-def cgroup_count(cfg, filename, key):
-    """The count `key` of the first of the sample's cgroups that has `filename` (a file of
-    `key value` lines); None where none has it."""
-    for path in cfg.get("cgroups") or []:
-        try:
-            with open(os.path.join(path, filename)) as f:
-                for line in f:
-                    if line.startswith(key + " "):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-    return None
-
-
 def cgroup_oom_kills(cfg):
-    return cgroup_count(cfg, "memory.oom_control", "oom_kill")
+    return cgroupfs.oom_kills(cfg.get("cgroups") or [])
 
 
 def process_limit_hits(cfg):
-    """Forks and thread starts the sample's process limit refused so far (the pids cgroup's
-    `max` event count); None without a pids cgroup."""
-    return cgroup_count(cfg, "pids.events", "max")
+    """Forks and thread starts the sample's process limit refused so far; None without a
+    pids cgroup."""
+    return cgroupfs.process_limit_hits(cfg.get("cgroups") or [])
 
 
 def live_cpu(pid):

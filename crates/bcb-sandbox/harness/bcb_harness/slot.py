@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 
-from . import PROTOCOL
+from . import PROTOCOL, cgroupfs
 from .channel import CTRL_IN, CTRL_OUT, LineReader, send
 from .clock import frozen_clock_create
 from .kernel import CLONE_NEWPID, CLONE_NEWUSER, PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, collapse_heap, prctl, unshare
@@ -30,6 +30,16 @@ def import_preloads(names):
         except BaseException as e:
             failed.append("%s (%s)" % (name, type(e).__name__))
     return failed
+
+
+def leave_sample_cgroup(cfg):
+    """An extra slot warms up inside its sample's freezer cgroup (so it can be frozen); every
+    process of the slot must be out of it before a sample runs there."""
+    if cfg.get("freezer") and cfg.get("cgroup_home"):
+        try:
+            cgroupfs.move(cfg["cgroup_home"], os.getpid())
+        except OSError:
+            pass
 
 
 def main(forked_slot=False):
@@ -70,6 +80,9 @@ def main(forked_slot=False):
             if pid:
                 for fd in (CTRL_IN, CTRL_OUT):
                     os.close(fd)
+                # Outside the supervisor's PID namespace: left in the sample's cgroup, it would
+                # be a member the supervisor can neither see nor kill (pid 0 to it).
+                leave_sample_cgroup(cfg)
                 _, status = os.waitpid(pid, 0)
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -89,14 +102,7 @@ def main(forked_slot=False):
     gc.freeze()
     if cfg.get("preload") and not forked_slot:
         collapse_heap()  # a forked slot shares the zygote's, collapsed there
-    if cfg.get("freezer"):
-        # An extra slot warms up inside its sample cgroup (so it can be frozen); the supervisor
-        # itself must be outside it before any sample runs there.
-        try:
-            with open(os.path.join(os.path.dirname(cfg["freezer"]), "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
-        except OSError:
-            pass
+    leave_sample_cgroup(cfg)
     send({"event": "ready", "pid": os.getpid(), "preload_secs": time.time() - t0, "preload_failed": failed, "forked": forked_slot})
     ran = False
     after_verdict = None

@@ -27,8 +27,27 @@ def now(monkeypatch):
 
 
 def state(path):
-    with open(os.path.join(path, "freezer.state")) as f:
-        return f.read()
+    """The freezer's state in v1's words, from whichever version's file it wrote (a folder
+    without `freezer.state` is taken for a v2 cgroup)."""
+    v1 = os.path.join(path, "freezer.state")
+    if os.path.exists(v1):
+        with open(v1) as f:
+            return f.read()
+    with open(os.path.join(path, "cgroup.freeze")) as f:
+        return {"1": "FROZEN", "0": "THAWED"}[f.read()]
+
+
+def test_a_v1_freezer_writes_its_state_and_a_v2_one_cgroup_freeze(tmp_path, page, now):
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1.mkdir()
+    v2.mkdir()
+    (v1 / "freezer.state").write_text("THAWED")
+    for path in (v1, v2):
+        f = freezer.Freezer(str(path), budget=10.0)
+        f.op('{"op": "freeze", "key": "k"}', "k")
+    assert (v1 / "freezer.state").read_text() == "FROZEN"
+    assert not (v1 / "cgroup.freeze").exists()
+    assert (v2 / "cgroup.freeze").read_text() == "1"
 
 
 def test_no_page_reads_zero_and_takes_no_write(monkeypatch):

@@ -7,6 +7,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
 from conftest import run_forked
 
@@ -74,6 +75,20 @@ def test_oom_kills_are_read_from_the_memory_cgroup(tmp_path):
     assert reap.cgroup_oom_kills({"cgroups": [str(tmp_path / "none"), str(tmp_path)]}) == 3
     assert reap.cgroup_oom_kills({"cgroups": [str(tmp_path / "none")]}) is None
     assert reap.cgroup_oom_kills({}) is None
+
+
+def test_a_cgroup_member_outside_our_pid_namespace_or_ourselves_is_never_killed(tmp_path):
+    # A slot's parent left in the sample's cgroup reads as pid 0 to a supervisor in a PID
+    # namespace of its own: kill(0) would end the supervisor's own group.
+    (tmp_path / "cgroup.procs").write_text("0\n%d\n" % os.getpid())
+    t0 = time.time()
+    reap.kill_cgroups([str(tmp_path)])
+    assert time.time() - t0 < 1.0, "nothing there to wait for"
+
+
+def test_oom_kills_are_read_from_a_v2_cgroup(tmp_path):
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\noom_group_kill 0\n")
+    assert reap.cgroup_oom_kills({"cgroups": [str(tmp_path)]}) == 2
 
 
 def test_refused_forks_are_read_from_the_pids_cgroup(tmp_path):

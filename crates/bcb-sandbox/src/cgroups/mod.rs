@@ -1,16 +1,19 @@
 //! Per-slot cgroups (memory, pids, freezer, cpu): made for each worker, removed on drop,
 //! torn down whole on an interrupt, and those of a bcb that is gone swept at the next start.
+//! A folder per controller on cgroup v1, one folder for all on v2 (`layout.rs`).
 
 use std::path::{Path, PathBuf};
 
 use bcb_executor::ExecConfig;
 
+mod delegated;
 mod layout;
-pub use layout::{layout, CgroupLayout, V1};
+pub use delegated::{own_v2_cgroup, subtree, NoSubtree, Subtree, SubtreeStep, LEAF};
+pub use layout::{cpu_weight, layout, CgroupLayout, V1, V2};
 
+/// The v1 hierarchy of controller `name`, if bcb may make cgroups in it (v2: [`subtree`]).
 pub fn cgroup_controller(name: &str) -> Option<PathBuf> {
     let root = Path::new("/sys/fs/cgroup").join(name);
-    // cgroup v1 only (v2 unified hierarchies would need a delegated subtree).
     if !root.join("cgroup.procs").exists() {
         return None;
     }
@@ -22,7 +25,8 @@ pub fn cgroup_controller(name: &str) -> Option<PathBuf> {
     Some(root)
 }
 
-/// The v1 hierarchies a slot's cgroups are made in (those the host probe found usable).
+/// Where a slot's cgroups are made, by controller (those the host probe found usable): the
+/// v1 hierarchies, or the v2 subtree for each.
 #[derive(Debug, Clone, Copy)]
 pub struct Roots<'a> {
     pub memory: Option<&'a Path>,
@@ -103,6 +107,8 @@ fn remove_cgroup(dir: &Path) {
             for pid in procs
                 .split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok())
+                // 0: a member outside our PID namespace (kill(0) would end our own group).
+                .filter(|&pid| pid > 0)
             {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
@@ -138,45 +144,37 @@ pub fn thaw_cgroup(dir: &Path) {
 
 impl SlotCgroups {
     pub fn create(roots: &Roots, cfg: &ExecConfig, tag: &str) -> SlotCgroups {
-        let mut dirs = Vec::new();
+        let mut dirs: Vec<PathBuf> = Vec::new();
         let name = format!("bcb-{}-{tag}", std::process::id());
-        if let Some(root) = &roots.memory {
-            if cfg.limits.memory_mb > 0 {
-                let dir = root.join(&name);
-                if std::fs::create_dir(&dir).is_ok() {
-                    layout().limit_memory(&dir, cfg.limits.memory_mb * 1024 * 1024);
-                    dirs.push(dir);
-                }
-            }
-        }
-        if let Some(root) = &roots.pids {
-            if cfg.limits.max_processes > 0 {
-                let dir = root.join(&name);
-                if std::fs::create_dir(&dir).is_ok() {
-                    layout().limit_pids(&dir, cfg.limits.max_processes);
-                    dirs.push(dir);
-                }
-            }
-        }
-        let mut freezer = None;
-        if let Some(root) = &roots.freezer {
+        // The slot's folder under `root`, made once (on v2 every controller shares it).
+        let mut folder_in = |root: &Path| -> Option<PathBuf> {
             let dir = root.join(&name);
-            if std::fs::create_dir(&dir).is_ok() {
-                dirs.push(dir.clone());
-                freezer = Some(dir);
+            if dirs.contains(&dir) {
+                return Some(dir);
+            }
+            std::fs::create_dir(&dir).ok()?;
+            dirs.push(dir.clone());
+            Some(dir)
+        };
+        if let Some(root) = roots.memory.filter(|_| cfg.limits.memory_mb > 0) {
+            if let Some(dir) = folder_in(root) {
+                layout().limit_memory(&dir, cfg.limits.memory_mb * 1024 * 1024);
             }
         }
+        if let Some(root) = roots.pids.filter(|_| cfg.limits.max_processes > 0) {
+            if let Some(dir) = folder_in(root) {
+                layout().limit_pids(&dir, cfg.limits.max_processes);
+            }
+        }
+        let freezer = roots.freezer.and_then(&mut folder_in);
         // Only worth having where samples run beyond `--parallel`, which needs the freezer.
         // Nested in our own cpu cgroup, not the root: the weights then divide what this
-        // process was given (a container's, a test's), as its other samples do.
-        let mut cpu = None;
-        if let (Some(root), Some(_)) = (&roots.cpu, &freezer) {
-            let dir = own_cgroup(root, "cpu").join(&name);
-            if std::fs::create_dir(&dir).is_ok() {
-                dirs.push(dir.clone());
-                cpu = Some(dir);
-            }
-        }
+        // process was given (a container's, a test's), as its other samples do (on v2 the
+        // subtree is that already).
+        let cpu = match (roots.cpu, &freezer) {
+            (Some(root), Some(_)) => folder_in(&own_cgroup(root, "cpu")),
+            _ => None,
+        };
         if !dirs.is_empty() {
             crate::move_lock::favor_dynamic_moves_once();
         }
@@ -223,18 +221,24 @@ mod tests {
     #[test]
     fn stale_frozen_cgroups_of_a_dead_bcb_are_swept() {
         let Some(root) = host_isolation().cgroup_freezer else {
-            return; // needs root and a v1 freezer
+            return; // needs a freezer: root on v1, a writable subtree on v2
         };
         let dead = {
             let mut c = std::process::Command::new("true").spawn().unwrap();
             c.wait().unwrap();
             c.id()
         };
-        // Built under our own (live) name, so that no other bcb's sweep running meanwhile
+        // v1: built under our own (live) name, so that no other bcb's sweep running meanwhile
         // (tests run in parallel) ends the sleeper before the control below; renamed to the
-        // dead owner's name only for our sweep.
-        let building = root.join(format!("bcb-{}-wtest-stale", std::process::id()));
+        // dead owner's name only for our sweep. v2 renames no cgroup, and has no such control
+        // (a fatal signal ends a frozen process): built under the dead name at once.
+        let v1 = root.join("freezer.state").exists() || root.join("tasks").exists();
         let stale = root.join(format!("bcb-{dead}-wtest"));
+        let building = if v1 {
+            root.join(format!("bcb-{}-wtest-stale", std::process::id()))
+        } else {
+            stale.clone()
+        };
         let live = root.join(format!("bcb-{}-wtest-live", std::process::id()));
         for dir in [&building, &live] {
             std::fs::create_dir(dir).unwrap();
@@ -243,25 +247,25 @@ mod tests {
             .arg("300")
             .spawn()
             .unwrap();
-        std::fs::write(building.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
-        std::fs::write(building.join("freezer.state"), "FROZEN").unwrap();
-        // FROZEN is asked for, FREEZING until every task stopped; a SIGKILL before that kills.
+        std::fs::write(layout().procs(&building), sleeper.id().to_string()).unwrap();
+        layout().set_frozen(&building, true).unwrap();
+        // Frozen is asked for, freezing until every task stopped; a SIGKILL before that kills.
         let asked = std::time::Instant::now();
-        while std::fs::read_to_string(building.join("freezer.state"))
-            .unwrap()
-            .trim()
-            != "FROZEN"
-        {
+        while !layout().is_frozen(&building) {
             assert!(asked.elapsed().as_secs() < 10, "the sleeper froze");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        unsafe { libc::kill(sleeper.id() as i32, libc::SIGKILL) };
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        assert!(
-            sleeper.try_wait().unwrap().is_none(),
-            "a frozen process does not die of SIGKILL (the leak this sweep mends)"
-        );
-        std::fs::rename(&building, &stale).unwrap();
+        if v1 {
+            unsafe { libc::kill(sleeper.id() as i32, libc::SIGKILL) };
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(
+                sleeper.try_wait().unwrap().is_none(),
+                "on v1 a frozen process does not die of SIGKILL (the leak this sweep mends)"
+            );
+        }
+        if v1 {
+            std::fs::rename(&building, &stale).unwrap();
+        }
         sweep_stale_cgroups(&root);
         assert!(!stale.exists(), "the dead owner's cgroup is removed");
         assert!(
