@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Boots the Debian 12 VM of bench/vm/build.sh (QEMU's TCG: a KVM guest hangs at boot on this
-# machine kind; `-cpu max`: the eval env's wheels use AVX2, which qemu64 lacks) and runs GUEST_SCRIPT in it as root, then powers it off. The host's root is
-# shared read-only at /host (bcb's builds, the eval env, the dataset: guest.sh binds them at
-# their host paths), OUT read-write at /out; the guest's log is OUT/guest.log.
+# machine kind; `-cpu max`: the eval env's wheels use AVX2, which qemu64 lacks) and runs
+# GUEST_SCRIPT in it as root, then powers it off. The host's root is shared read-only at /host
+# (bcb's builds, the eval env, the dataset: bench/vm/guest-lib.sh binds them at their host
+# paths), OUT read-write at /out; the guest's log is OUT/guest.log.
 # Usage: bench/vm/run.sh VM_DIR OUT GUEST_SCRIPT [MEM_MB=4096]
 set -euo pipefail
 vm=${1:?usage: run.sh VM_DIR OUT GUEST_SCRIPT [MEM_MB]} out=${2:?OUT} script=${3:?GUEST_SCRIPT}

@@ -2,8 +2,8 @@
 # The sandbox's hostile-sample, escape and reward-hack suites (and the cgroup, leftovers and
 # overlap tests) in a stock Debian 12 VM (systemd, cgroup v2, kernel 6.1, Landlock ABI 2): as
 # root, as a user in a scope of its own with `Delegate=yes` (`systemd-run --user --scope -p
-# Delegate=yes`), and as a user without a delegated cgroup; then the protection × confinement and attack ×
-# confinement tables of bench/confinement.sh for those three columns.
+# Delegate=yes`), and as a user without a delegated cgroup; then the protection × confinement
+# and attack × confinement tables of bench/confinement.sh for those columns.
 # Usage: [IDENTITIES="root user user-plain"] [ONLY=REGEX] bench/vm/suites.sh VM_DIR [OUT]
 #        (VM_DIR from bench/vm/build.sh; OUT default ../bench-out/vm-suites)
 set -euo pipefail

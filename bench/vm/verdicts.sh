@@ -3,7 +3,9 @@
 # whose canonical tests take under 2 s (crates/bcb-eval/priors/gt-secs.tsv), each with its
 # canonical solution and both real models' answers (../shared/real-samples), one samples file
 # run by `bcb evaluate --subset hard --no-gt --no-cache` here, then in the VM as root and as a
-# user in a delegated scope. Prints each run's wall and the samples whose status differs.
+# user in a delegated scope. Prints each run's wall and the samples whose status differs. Then,
+# in the VM, bench/leftovers.sh's mixed batch (its statuses, the governor's freezes and thaws)
+# and a bcb killed with SIGKILL while a sample runs (what its next start sweeps).
 # Usage: [T=12] bench/vm/verdicts.sh VM_DIR [OUT]   (OUT default ../bench-out/vm-verdicts)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +39,9 @@ start=$(date +%s.%N)
 BCB_CACHE_DIR="$out/host/cache" target/debug/bcb evaluate --split complete --subset hard --ids "$ids" \
     --no-gt --no-cache --parallel 2 --samples "$out/host/samples.jsonl" >"$out/host/out" 2>"$out/host/err"
 echo "host: $(wc -l <"$out/samples.jsonl") samples, wall $(python3 -c "import time; print(round(time.time() - $start, 1))") s"
+# The mixed batch of bench/leftovers.sh (busy loops, fork bombs, a memory bomb, answers that
+# leave processes behind, correct answers): its files only, run in the VM.
+BENCH_OUT="$out/batch" BCB_BIN="$PWD/target/debug/bcb" PARTS=none bash bench/leftovers.sh 0 >/dev/null
 python3 - "$data/bigcodebench-v0.1.4.jsonl.gz" "$out/one-task.jsonl" <<'PY'
 import gzip, sys
 with gzip.open(sys.argv[1], "rt") as f, open(sys.argv[2], "w") as out:
@@ -61,3 +66,19 @@ for who in ("vm-root", "vm-user"):
     print(f"{who}: {len(vm)} samples, {passed} pass (host {sum(s == 'pass' for s in host.values())}); differ: {len(diff)} {diff}")
 PY
 grep -h "wall" "$out"/vm-*/err | head -4
+for who in vm-root vm-user; do
+    [[ -f $out/$who/batch/s_eval_results.json ]] || continue
+    python3 - "$out/$who/batch" "$out/batch/batch-names.json" "$who" <<'PY'
+import json, sys
+d, names, who = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+r = json.load(open(d + "/s_eval_results.json"))["eval"]
+cells = []
+for k, name in enumerate(names):
+    s = r["BigCodeBench/%d" % k][0]
+    why = " ".join(str(v) for v in (s.get("details") or {}).values())[:60]
+    cells.append("%s %s%s" % (name, s["status"], " (%s)" % why if why else ""))
+err = open(d + "/err", errors="replace").read()
+print("%s batch: %s; freezes %d, thaws %d" % (who, "; ".join(cells), err.count("freezing the extra"), err.count("thawing the extra")))
+PY
+done
+sed -n '/SIGKILL of bcb/,/(end)/p' "$out/guest.log"
