@@ -31,12 +31,13 @@ mmdebstrap --variant=minbase \
   --include=systemd,systemd-sysv,linux-image-amd64,initramfs-tools,udev,dbus,dbus-user-session,libpam-systemd,procps,kmod,python3.11 \
   --customize-hook="$hook" \
   bookworm "$dir/rootfs.tar"
-rm -rf "$dir/root" && mkdir "$dir/root"
-tar -C "$dir/root" -xf "$dir/rootfs.tar"
-echo '/dev/vda / ext4 rw 0 1' > "$dir/root/etc/fstab"
-cp "$dir"/root/boot/vmlinuz-* "$dir/vmlinuz"
-cp "$dir"/root/boot/initrd.img-* "$dir/initrd.img"
+tree="$dir/tree"
+rm -rf "$tree" && mkdir "$tree"
+tar -C "$tree" -xf "$dir/rootfs.tar"
+echo '/dev/vda / ext4 rw 0 1' > "$tree/etc/fstab"
+cp "$tree"/boot/vmlinuz-* "$dir/vmlinuz"
+cp "$tree"/boot/initrd.img-* "$dir/initrd.img"
 truncate -s 3G "$dir/disk.img"
-mkfs.ext4 -q -F -d "$dir/root" "$dir/disk.img"
-rm -rf "$dir/root" "$dir/rootfs.tar"
+mkfs.ext4 -q -F -d "$tree" "$dir/disk.img"
+rm -rf "$tree" "$dir/rootfs.tar"
 echo "built $dir/disk.img" >&2

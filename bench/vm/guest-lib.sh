@@ -1,12 +1,14 @@
 # Sourced by the guest scripts of bench/vm: the host's trees at their host paths (read-only),
 # a user with a systemd user manager, and `as_user` / `as_delegated_user` to run as it.
+# The host's paths come from /out/host.env (bench/vm/run.sh writes it).
 bind_host_paths() {
+    . /out/host.env
     chmod 711 /root
-    for p in /root/.pyenv /root/.cache/bcb/eval-env-py311 /work; do
+    for p in "$HOST_BASE_PY" "$HOST_VENV" "$HOST_REPO" "$HOST_DATA"; do
         mkdir -p "$p" && mount --bind "/host$p" "$p"
     done
-    export BCB_PYTHON=/root/.cache/bcb/eval-env-py311/bin/python BCB_DATASET_DIR=/work/shared/bigcodebench
-    export BCB_CACHE_DIR=/tmp/bcb-cache BCB=${BCB:-/work/main/target/debug/bcb}
+    export BCB_PYTHON=$HOST_VENV/bin/python BCB_DATASET_DIR=$HOST_DATA
+    export BCB_CACHE_DIR=/tmp/bcb-cache BCB=$HOST_REPO/target/debug/bcb
     mkdir -p /tmp/bcb-cache && chmod 1777 /tmp/bcb-cache
 }
 # The user's manager (lingering, started at boot) takes a few seconds under TCG.

@@ -3,7 +3,7 @@
 # to a regex of test names), each test alone,
 # written as bench/confinement.sh writes a confinement (/out/vm-<identity>/), so that
 # bench/confinement_tables.py prints the VM's columns beside the containers'.
-. /host/work/main/bench/vm/guest-lib.sh
+. /out/guest-lib.sh
 bind_host_paths
 wait_user_manager
 export BCB_REQUIRE_PYTHON=1 BCB_OFFLINE=1 BCB_ESCAPE_VISIBLE_DIR=/var/tmp/bcb-escape

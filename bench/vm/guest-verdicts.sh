@@ -1,6 +1,6 @@
 # Guest side of bench/vm/verdicts.sh: the samples of /out/samples.jsonl as root and as a user in
 # a delegated scope, each into /out/vm-<who>/.
-. /host/work/main/bench/vm/guest-lib.sh
+. /out/guest-lib.sh
 bind_host_paths
 wait_user_manager
 ids=$(cat /out/ids.txt)

@@ -10,6 +10,17 @@ vm=${1:?usage: run.sh VM_DIR OUT GUEST_SCRIPT [MEM_MB]} out=${2:?OUT} script=${3
 mem=${4:-4096}
 mkdir -p "$out"
 cp "$script" "$out/guest.sh"
+cp "$(dirname "$0")/guest-lib.sh" "$out/guest-lib.sh"
+# The host's trees the guest binds at their own paths: the eval env, the interpreter it was
+# made from (pyvenv.cfg's `home`), this checkout (its builds and tests), the dataset.
+venv=$(cd "$(dirname "${BCB_PYTHON:-$HOME/.cache/bcb/eval-env-py311/bin/python}")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cat >"$out/host.env" <<ENV
+HOST_VENV=$venv
+HOST_BASE_PY=$(cd "$(sed -n 's/^home = //p' "$venv/pyvenv.cfg")/.." && pwd)
+HOST_REPO=$repo
+HOST_DATA=$(cd "${BCB_DATASET_DIR:-$repo/../shared/bigcodebench}" && pwd)
+ENV
 rm -f "$out/guest.log"
 # The disk is the build's, copied: each run starts from the stock system.
 cp --sparse=always "$vm/disk.img" "$out/disk.img"
