@@ -653,11 +653,12 @@ fn the_image_serves_evaluates_and_answers_the_gradio_client_as_the_host_does() {
 /// Where a test's folder is mounted in its container.
 const IN_CONTAINER: &str = "/work";
 
-/// An answer that reads the dataset bcb keeps in its cache (at the image's own paths: its
-/// user's home, or root's) and runs its own task's canonical
-/// solution from it (issue 59: it passed every task it was tried on here).
-const ANSWER_KEY: &str = r#"import glob, json
-for path in glob.glob('/home/*/.cache/bcb/datasets/*.jsonl') + glob.glob('/root/.cache/bcb/datasets/*.jsonl'):
+/// An answer that reads the dataset bcb keeps in its cache (in any account's home, as the
+/// password file lists them) and runs its own task's canonical solution from it (issue 59: it
+/// passed every task it was tried on here).
+const ANSWER_KEY: &str = r#"import glob, json, pwd
+homes = sorted({p.pw_dir for p in pwd.getpwall()})
+for path in [p for home in homes for p in glob.glob(home + '/.cache/bcb/datasets/*.jsonl')]:
     try:
         with open(path) as f:
             rows = [json.loads(line) for line in f]
